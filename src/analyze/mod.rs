@@ -1,0 +1,94 @@
+//! Analyses over scanned rows. Rows are grouped on their raw signature first (few distinct
+//! values among millions of rows); normalisation then runs once per distinct raw tuple.
+
+pub mod rank;
+
+use std::collections::HashMap;
+
+use crate::signature::RowFacts;
+use crate::source::Accumulator;
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Count, first failure (time, then smallest id) and last failure of one group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupStats {
+    pub count: u64,
+    pub first_time: i64,
+    pub first_id: String,
+    pub last_time: i64,
+}
+
+impl GroupStats {
+    fn new(row: &RowFacts) -> GroupStats {
+        GroupStats { count: 1, first_time: row.time, first_id: row.id.to_string(), last_time: row.time }
+    }
+
+    fn observe(&mut self, time: i64, id: &str, count: u64, last_time: i64) {
+        self.count += count;
+        if time < self.first_time || (time == self.first_time && id < self.first_id.as_str()) {
+            self.first_time = time;
+            self.first_id.clear();
+            self.first_id.push_str(id);
+        }
+        self.last_time = self.last_time.max(last_time);
+    }
+
+    pub fn merge(&mut self, other: &GroupStats) {
+        self.observe(other.first_time, &other.first_id, other.count, other.last_time);
+    }
+}
+
+/// Rows grouped by their signature key as the source produced it (before deferred
+/// normalisation).
+#[derive(Default)]
+pub struct SignatureGroups {
+    pub groups: FastMap<Box<[u8]>, GroupStats>,
+}
+
+impl Accumulator for SignatureGroups {
+    fn add(&mut self, key: &[u8], row: &RowFacts) {
+        match self.groups.get_mut(key) {
+            Some(g) => g.observe(row.time, &row.id, 1, row.time),
+            None => {
+                self.groups.insert(key.into(), GroupStats::new(row));
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        for (key, stats) in other.groups {
+            match self.groups.get_mut(&key) {
+                Some(g) => g.merge(&stats),
+                None => {
+                    self.groups.insert(key, stats);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    fn row(id: &str, time: i64) -> RowFacts<'_> {
+        RowFacts { id: Cow::Borrowed(id), time, attempts: 0 }
+    }
+
+    #[test]
+    fn first_failure_is_earliest_then_smallest_id_in_any_order() {
+        let rows = [row("c", 5), row("b", 3), row("z", 3), row("a", 9), row("y", 3)];
+        let mut forward = SignatureGroups::default();
+        rows.iter().for_each(|r| forward.add(b"k", r));
+        let mut split_a = SignatureGroups::default();
+        let mut split_b = SignatureGroups::default();
+        rows.iter().rev().enumerate().for_each(|(i, r)| if i % 2 == 0 { split_a.add(b"k", r) } else { split_b.add(b"k", r) });
+        split_b.merge(split_a);
+        let expected = GroupStats { count: 5, first_time: 3, first_id: "b".into(), last_time: 9 };
+        assert_eq!(forward.groups[&b"k"[..]], expected);
+        assert_eq!(split_b.groups[&b"k"[..]], expected);
+    }
+}

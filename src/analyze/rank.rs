@@ -1,0 +1,159 @@
+//! `rank`: buckets by normalised signature, ordered by count then signature values, with each
+//! bucket's share, first and last failure, an example id, and the dominant-cause alert.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{GroupStats, SignatureGroups};
+use crate::signature::{Layout, Signature};
+use crate::timestamp;
+
+pub const REPORT_ID: &str = "dlqf.rank/1";
+pub const DEFAULT_ALERT_SHARE: f64 = 0.40;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RankReport {
+    pub report: String,
+    pub profile: String,
+    pub signature_fields: Vec<String>,
+    pub total: u64,
+    pub rejected: u64,
+    pub buckets: Vec<Bucket>,
+    pub dominant: Option<Dominant>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Bucket {
+    pub rank: u64,
+    pub signature: Signature,
+    pub count: u64,
+    pub share: f64,
+    pub example_id: String,
+    pub first_seen: String,
+    pub last_seen: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Dominant {
+    pub rank: u64,
+    pub share: f64,
+    pub alert_share: f64,
+    pub alert: bool,
+}
+
+/// A normalised bucket before ranking, with times still as microseconds.
+#[derive(Clone, Debug)]
+pub struct RankedBucket {
+    pub values: Vec<String>,
+    pub stats: GroupStats,
+}
+
+/// Merges raw groups into normalised buckets and sorts them: count descending, then the
+/// signature values ascending (byte order), field by field. The order is total.
+pub fn ranked_buckets(groups: SignatureGroups, layout: &Layout) -> Vec<RankedBucket> {
+    let mut buckets: BTreeMap<Vec<String>, GroupStats> = BTreeMap::new();
+    for (key, stats) in groups.groups {
+        let values = layout.finish_signature(&key);
+        match buckets.get_mut(&values) {
+            Some(b) => b.merge(&stats),
+            None => {
+                buckets.insert(values, stats);
+            }
+        }
+    }
+    let mut ranked: Vec<RankedBucket> = buckets.into_iter().map(|(values, stats)| RankedBucket { values, stats }).collect();
+    ranked.sort_by(|a, b| b.stats.count.cmp(&a.stats.count).then_with(|| a.values.cmp(&b.values)));
+    ranked
+}
+
+/// `count / total` rounded to 4 decimals, ties to even, computed exactly in integers (this
+/// matches rounding the nearest double, as Python's `round(x, 4)` does).
+pub fn share(count: u64, total: u64) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    let scaled = u128::from(count) * 10_000;
+    let (q, r) = (scaled / u128::from(total), scaled % u128::from(total));
+    let twice = 2 * r;
+    let q = if twice > u128::from(total) || (twice == u128::from(total) && q % 2 == 1) { q + 1 } else { q };
+    q as f64 / 10_000.0
+}
+
+pub struct RankOptions {
+    pub profile: String,
+    pub signature_fields: Vec<String>,
+    pub alert_share: f64,
+    pub top: Option<usize>,
+}
+
+pub fn build(buckets: &[RankedBucket], rejected: u64, options: &RankOptions) -> RankReport {
+    let total: u64 = buckets.iter().map(|b| b.stats.count).sum();
+    let all: Vec<Bucket> = buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Bucket {
+            rank: i as u64 + 1,
+            signature: Signature::new(&options.signature_fields, &b.values),
+            count: b.stats.count,
+            share: share(b.stats.count, total),
+            example_id: b.stats.first_id.clone(),
+            first_seen: timestamp::format_micros(b.stats.first_time),
+            last_seen: timestamp::format_micros(b.stats.last_time),
+        })
+        .collect();
+    let dominant = all.first().map(|top| Dominant {
+        rank: top.rank,
+        share: top.share,
+        alert_share: options.alert_share,
+        alert: top.share >= options.alert_share,
+    });
+    let mut shown = all;
+    if let Some(n) = options.top {
+        shown.truncate(n);
+    }
+    RankReport {
+        report: REPORT_ID.into(),
+        profile: options.profile.clone(),
+        signature_fields: options.signature_fields.clone(),
+        total,
+        rejected,
+        buckets: shown,
+        dominant,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_rounds_half_to_even_like_python() {
+        assert_eq!(share(1, 32), 0.0312); // 0.03125 exactly: ties to even
+        assert_eq!(share(3, 32), 0.0938); // 0.09375 exactly: ties to even
+        assert_eq!(share(1, 3), 0.3333);
+        assert_eq!(share(2, 3), 0.6667);
+        assert_eq!(share(4000, 20000), 0.2);
+        assert_eq!(share(5, 5), 1.0);
+        assert_eq!(share(0, 0), 0.0);
+    }
+
+    fn bucket(values: &[&str], count: u64) -> RankedBucket {
+        RankedBucket {
+            values: values.iter().map(|s| s.to_string()).collect(),
+            stats: GroupStats { count, first_time: 0, first_id: "x".into(), last_time: 0 },
+        }
+    }
+
+    #[test]
+    fn dominant_alert_uses_the_rounded_share_and_top_keeps_totals() {
+        let fields = vec!["reason".to_string()];
+        let buckets = vec![bucket(&["a"], 2), bucket(&["b"], 2), bucket(&["c"], 1)];
+        let options = RankOptions { profile: "p".into(), signature_fields: fields, alert_share: 0.4, top: Some(1) };
+        let report = build(&buckets, 3, &options);
+        assert_eq!(report.total, 5);
+        assert_eq!(report.rejected, 3);
+        assert_eq!(report.buckets.len(), 1);
+        assert_eq!(report.dominant, Some(Dominant { rank: 1, share: 0.4, alert_share: 0.4, alert: true }));
+    }
+}

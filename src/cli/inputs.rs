@@ -1,0 +1,133 @@
+//! The input options every analysis command shares, and turning them into a scan.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::builder::TypedValueParser;
+use dlqf::profile::Profile;
+use dlqf::report::OutputFormat;
+use dlqf::signature::Layout;
+use dlqf::source::{self, Accumulator, Input, Progress, Scan, Tally, Window};
+use dlqf::timestamp;
+
+use super::UsageError;
+
+/// How many rejected rows are named on stderr.
+const SHOWN_REJECTS: usize = 10;
+
+#[derive(clap::Args, Debug)]
+pub struct InputArgs {
+    /// Dump files, directories (read recursively), globs, or - for JSON-lines on stdin.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+
+    /// Field mapping: vision, envelope, or a TOML profile file.
+    #[arg(long, default_value = "vision", value_name = "NAME|FILE")]
+    pub profile: String,
+
+    /// Only failures at or after this time (RFC 3339, a date, or an age like 7d, 12h).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+
+    /// Only failures before this time (same forms as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+
+    /// Fail (exit 1) if any row cannot be read, instead of counting it as rejected.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// No progress bar, even on a terminal.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct OutputArgs {
+    /// Report format (default: from the -o file name, else table).
+    #[arg(long, value_parser = format_parser())]
+    pub format: Option<OutputFormat>,
+
+    /// Write the report to this file instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn format_parser() -> impl TypedValueParser<Value = OutputFormat> {
+    clap::builder::PossibleValuesParser::new(OutputFormat::NAMES)
+        .map(|name| OutputFormat::from_name(&name).expect("listed names parse"))
+}
+
+impl OutputArgs {
+    pub fn format(&self) -> Result<OutputFormat> {
+        let format = self
+            .format
+            .or_else(|| self.output.as_deref().and_then(OutputFormat::from_path))
+            .unwrap_or(OutputFormat::Table);
+        if format.is_binary() && self.output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            return Err(UsageError(format!("{format:?} output is binary: write it to a file with -o")).into());
+        }
+        Ok(format)
+    }
+}
+
+pub struct Loaded<A> {
+    pub profile: Profile,
+    pub layout: Layout,
+    pub acc: A,
+    pub tally: Tally,
+}
+
+impl InputArgs {
+    pub fn window(&self) -> Result<Window> {
+        let now = timestamp::now_micros();
+        let bound = |v: &Option<String>| -> Result<Option<i64>> {
+            v.as_deref().map(|t| timestamp::parse_bound(t, now).map_err(|e| UsageError(e).into())).transpose()
+        };
+        let window = Window { since: bound(&self.since)?, until: bound(&self.until)? };
+        if let (Some(s), Some(u)) = (window.since, window.until) {
+            if s >= u {
+                return Err(UsageError("--since must be before --until".into()).into());
+            }
+        }
+        Ok(window)
+    }
+
+    /// Resolves the inputs, scans them through the profile, reports rejected rows on stderr
+    /// and enforces --strict.
+    pub fn load<A, F>(&self, make: F) -> Result<Loaded<A>>
+    where
+        A: Accumulator,
+        F: Fn() -> A + Sync,
+    {
+        let profile = Profile::load(&self.profile)?;
+        let window = self.window()?;
+        let inputs = source::resolve_inputs(&self.inputs)?;
+        if inputs.is_empty() {
+            eprintln!("dlqf: warning: no dump files found in {}", self.inputs.join(" "));
+        }
+        let layout = Layout::new(&profile);
+        let total_bytes: u64 = inputs.iter().filter_map(|i: &Input| i.size).sum();
+        let progress = Progress::for_bytes(total_bytes, !self.no_progress);
+        let (acc, tally) = Scan { layout: &layout, window, progress: &progress }.run(&inputs, make)?;
+        report_rejects(&tally);
+        if self.strict && tally.rejected > 0 {
+            bail!("{} rows could not be read (--strict)", tally.rejected);
+        }
+        Ok(Loaded { profile, layout, acc, tally })
+    }
+}
+
+fn report_rejects(tally: &Tally) {
+    if tally.rejected == 0 {
+        return;
+    }
+    for reject in tally.rejects.iter().take(SHOWN_REJECTS) {
+        eprintln!("{reject}");
+    }
+    let shown = tally.rejects.len().min(SHOWN_REJECTS) as u64;
+    if tally.rejected > shown {
+        eprintln!("… and {} more", tally.rejected - shown);
+    }
+    eprintln!("dlqf: {} rows rejected (counted in the report; --strict makes this an error)", tally.rejected);
+}

@@ -1,0 +1,73 @@
+//! Command-line parsing and dispatch. Each subcommand lives in its own file, starting with its
+//! flags and help; the work itself is done by the library.
+
+mod gen;
+mod inputs;
+mod rank;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert the user asked to fail on.
+pub const EXIT_RUNTIME: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_ALERT: u8 = 3;
+
+/// A mistake in how dlqf was called (exit 2), found after clap's own checks.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<UsageError>().is_some() {
+        EXIT_USAGE
+    } else {
+        EXIT_RUNTIME
+    }
+}
+
+/// Dead-letter queue forensics: why did these messages fail, and which can be replayed safely?
+///
+/// Reads archived DLQ dumps (Parquet or JSON-lines, plain, .gz or .zst; files, directories,
+/// globs, or - for stdin), groups failures by a normalised signature and ranks the causes.
+/// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert you asked to fail on.
+#[derive(Parser)]
+#[command(name = "dlqf", version, max_term_width = 100)]
+struct Cli {
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Rank(rank::Args),
+    Gen(gen::Args),
+}
+
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    if let Some(n) = cli.threads {
+        if n == 0 {
+            return Err(UsageError("--threads must be at least 1".into()).into());
+        }
+        // polars reads this once, when its pool starts; set it before any polars call.
+        std::env::set_var("POLARS_MAX_THREADS", n.to_string());
+        rayon::ThreadPoolBuilder::new().num_threads(n).build_global()?;
+    }
+    match cli.command {
+        Command::Rank(args) => rank::run(args),
+        Command::Gen(args) => gen::run(args),
+    }
+}

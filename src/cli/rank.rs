@@ -1,0 +1,69 @@
+//! `dlqf rank`: bucket failures by signature and rank the causes.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use dlqf::analyze::rank::{self, RankOptions, DEFAULT_ALERT_SHARE};
+use dlqf::analyze::SignatureGroups;
+use dlqf::report::{self, OutputFormat};
+
+use super::inputs::{InputArgs, OutputArgs};
+use super::{UsageError, EXIT_ALERT};
+
+/// Rank failure signatures by count: the dominant cause first.
+///
+/// Each bucket shows its count, share of all accepted rows, first and last failure, and the id
+/// of its earliest failure to pull as an example. Rows that cannot be read are counted as
+/// `rejected` and the first ones named on stderr as file:line: reason.
+///
+/// Examples:
+///   dlqf rank dumps/                       ranked table of every dump under dumps/
+///   dlqf rank 'dumps/dt=2026-11-*' --since 7d --format json -o rank.json
+///   zcat dlq.jsonl.gz | dlqf rank - --profile envelope --top 10
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(flatten)]
+    input: InputArgs,
+
+    #[command(flatten)]
+    output: OutputArgs,
+
+    /// Show only the N largest buckets (totals still count every row).
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+
+    /// Share at which the top bucket counts as dominant.
+    #[arg(long, default_value_t = DEFAULT_ALERT_SHARE, value_name = "SHARE")]
+    alert_share: f64,
+
+    /// Exit 3 when one cause dominates (its share reaches --alert-share).
+    #[arg(long)]
+    fail_on_dominant: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    if !(0.0..=1.0).contains(&args.alert_share) {
+        return Err(UsageError(format!("--alert-share must be between 0 and 1, got {}", args.alert_share)).into());
+    }
+    let format = args.output.format()?;
+    let loaded = args.input.load(SignatureGroups::default)?;
+    let buckets = rank::ranked_buckets(loaded.acc, &loaded.layout);
+    let options = RankOptions {
+        profile: loaded.profile.name.clone(),
+        signature_fields: loaded.profile.signature_names(),
+        alert_share: args.alert_share,
+        top: args.top,
+    };
+    let ranking = rank::build(&buckets, loaded.tally.rejected, &options);
+    let bytes = match format {
+        OutputFormat::Table => report::table::rank(&ranking),
+        OutputFormat::Json => report::json::render(&ranking)?,
+        OutputFormat::Csv => report::csv::rank(&ranking),
+        OutputFormat::Markdown => report::markdown::rank(&ranking),
+        OutputFormat::Parquet => report::parquet::rank(&ranking)?,
+    };
+    report::write_output(args.output.output.as_deref(), &bytes)?;
+    let alert = ranking.dominant.as_ref().is_some_and(|d| d.alert);
+    Ok(if args.fail_on_dominant && alert { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,13 @@
+//! dlqf: dead-letter queue forensics. Reads archived DLQ dumps, buckets failures by a
+//! normalised signature and ranks the causes; the CLI in `main.rs` is a thin layer over this.
+//!
+//! The folders are the pipeline: `source` (inputs to rows) → `profile`/`signature` (rows to
+//! signatures) → `analyze` (groups and rankings) → `report` (renderings). `gen` makes dumps.
+
+pub mod analyze;
+pub mod gen;
+pub mod profile;
+pub mod report;
+pub mod signature;
+pub mod source;
+pub mod timestamp;

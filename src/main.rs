@@ -1,0 +1,15 @@
+//! The `dlqf` binary: parse the command line, run it, print the error chain on failure.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match cli::run() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("dlqf: {err:#}");
+            ExitCode::from(cli::exit_code_for(&err))
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! The two built-in profiles, exactly as the product spec describes them.
+
+use super::{Normalizer, Profile, SignatureField};
+
+fn field(name: &str, normalizer: Normalizer) -> SignatureField {
+    SignatureField { field: name.into(), normalizer, required: true }
+}
+
+/// The vision pipeline's typed DLQ record (seed `vision-dlq-forensics`).
+pub fn vision() -> Profile {
+    Profile {
+        name: "vision".into(),
+        id_field: "capture_id".into(),
+        time_field: "capture_timestamp".into(),
+        attempts_field: Some("attempts".into()),
+        signature: vec![
+            field("stage", Normalizer::Lower),
+            field("reject_reason", Normalizer::Lower),
+            field("registry_revision", Normalizer::Trim),
+        ],
+        key_fields: vec!["stage".into(), "registry_revision".into()],
+        reason_field: Some("reject_reason".into()),
+    }
+}
+
+/// The production `DeadLetter` envelope (seed `dead-letters-and-poison-pills`).
+pub fn envelope() -> Profile {
+    Profile {
+        name: "envelope".into(),
+        id_field: "id".into(),
+        time_field: "last_failed_at".into(),
+        attempts_field: Some("retry_count".into()),
+        signature: vec![
+            field("original_topic", Normalizer::Trim),
+            SignatureField {
+                field: "error_category".into(),
+                normalizer: Normalizer::Category {
+                    type_field: "error_type".into(),
+                    message_field: "error_message".into(),
+                },
+                required: false,
+            },
+            field("error_type", Normalizer::Trim),
+            field("error_message", Normalizer::Template),
+        ],
+        key_fields: vec!["original_topic".into(), "error_type".into()],
+        reason_field: Some("error_type".into()),
+    }
+}

@@ -1,0 +1,59 @@
+//! CSV (RFC 4180) for spreadsheets; any cell that a spreadsheet would run as a formula
+//! (`=`, `+`, `-`, `@`, tab, CR first) is prefixed with `'` so it stays text.
+
+use crate::analyze::rank::RankReport;
+
+pub fn rank(report: &RankReport) -> Vec<u8> {
+    let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
+    header.extend(report.signature_fields.iter().cloned());
+    header.extend(["example_id".into(), "first_seen".into(), "last_seen".into()]);
+    let mut out = String::new();
+    push_row(&mut out, header.iter().map(|h| text_cell(h)));
+    for b in &report.buckets {
+        let mut row = vec![b.rank.to_string(), b.count.to_string(), b.share.to_string()];
+        row.extend(b.signature.values().map(text_cell));
+        row.extend([text_cell(&b.example_id), b.first_seen.clone(), b.last_seen.clone()]);
+        push_row(&mut out, row.into_iter());
+    }
+    out.into_bytes()
+}
+
+fn push_row(out: &mut String, cells: impl Iterator<Item = String>) {
+    for (i, cell) in cells.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&quote(&cell));
+    }
+    out.push_str("\r\n");
+}
+
+/// A text cell made safe against formula injection.
+pub fn text_cell(value: &str) -> String {
+    match value.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{value}"),
+        _ => value.to_string(),
+    }
+}
+
+fn quote(cell: &str) -> String {
+    if cell.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", cell.replace('"', "\"\""))
+    } else {
+        cell.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formulas_are_neutralised_and_quotes_escaped() {
+        assert_eq!(text_cell("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(text_cell("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(text_cell("-1+2"), "'-1+2");
+        assert_eq!(text_cell("timeout"), "timeout");
+        assert_eq!(quote("a,\"b\""), "\"a,\"\"b\"\"\"");
+    }
+}

@@ -1,0 +1,67 @@
+//! Markdown for postmortem documents: a summary line and a pipe table with every value from a
+//! dump escaped, so it renders as the text it is.
+
+use std::fmt::Write;
+
+use super::percent;
+use crate::analyze::rank::RankReport;
+
+pub fn rank(report: &RankReport) -> Vec<u8> {
+    let mut out = String::new();
+    let _ = writeln!(out, "## DLQ failure ranking ({})\n", escape(&report.profile));
+    let _ = writeln!(out, "{} failures, {} buckets, {} rejected rows.", report.total, report.buckets.len(), report.rejected);
+    if let Some(d) = &report.dominant {
+        let verdict = if d.alert { "**one cause dominates: fix it before any replay**" } else { "no single cause dominates" };
+        let _ = writeln!(out, "Top bucket holds {} (alert at {}): {verdict}.", percent(d.share), percent(d.alert_share));
+    }
+    out.push('\n');
+    let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
+    header.extend(report.signature_fields.iter().map(|f| escape(f)));
+    header.extend(["first seen".into(), "last seen".into(), "example".into()]);
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = header.iter().enumerate().map(|(i, _)| if i < 3 { "---:" } else { "---" }).collect();
+    let _ = writeln!(out, "| {} |", align.join(" | "));
+    for b in &report.buckets {
+        let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
+        row.extend(b.signature.values().map(escape));
+        row.extend([b.first_seen.clone(), b.last_seen.clone(), escape(&b.example_id)]);
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.into_bytes()
+}
+
+/// Escapes Markdown and inline-HTML syntax; newlines become spaces.
+pub fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    if value.is_empty() {
+        out.push_str("(empty)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn dump_values_cannot_break_the_table_or_inject_html() {
+        assert_eq!(escape("a|b"), "a\\|b");
+        assert_eq!(escape("<script>x</script>"), "&lt;script&gt;x&lt;/script&gt;");
+        assert_eq!(escape("low_confidence"), "low\\_confidence");
+        assert_eq!(escape("line\nbreak"), "line break");
+    }
+}

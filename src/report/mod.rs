@@ -1,0 +1,87 @@
+//! Renders analysis results for people (table, markdown) and machines (json, csv, parquet).
+//! Every renderer returns bytes; `write_output` puts them on stdout or atomically in a file.
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod parquet;
+pub mod table;
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Table,
+    Json,
+    Csv,
+    Markdown,
+    Parquet,
+}
+
+impl OutputFormat {
+    pub const NAMES: &'static [&'static str] = &["table", "json", "csv", "markdown", "parquet"];
+
+    pub fn from_name(name: &str) -> Option<OutputFormat> {
+        Some(match name {
+            "table" => OutputFormat::Table,
+            "json" => OutputFormat::Json,
+            "csv" => OutputFormat::Csv,
+            "markdown" | "md" => OutputFormat::Markdown,
+            "parquet" => OutputFormat::Parquet,
+            _ => return None,
+        })
+    }
+
+    /// The format a file name implies (`report.json`, `report.md`, …), if any.
+    pub fn from_path(path: &Path) -> Option<OutputFormat> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "json" => Some(OutputFormat::Json),
+            "csv" => Some(OutputFormat::Csv),
+            "md" | "markdown" => Some(OutputFormat::Markdown),
+            "parquet" => Some(OutputFormat::Parquet),
+            "txt" => Some(OutputFormat::Table),
+            _ => None,
+        }
+    }
+
+    pub fn is_binary(self) -> bool {
+        self == OutputFormat::Parquet
+    }
+}
+
+/// Writes to `path` through a temporary file and a rename, so a reader never sees half a
+/// report; without a path, to stdout.
+pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
+    match path {
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|_| out.flush()).context("writing to stdout")
+        }
+        Some(path) => {
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let mut tmp = tempfile_in(dir).with_context(|| format!("{}: cannot create a file in {}", path.display(), dir.display()))?;
+            tmp.1.write_all(bytes).and_then(|_| tmp.1.sync_all()).with_context(|| format!("{}: write failed", path.display()))?;
+            std::fs::rename(&tmp.0, path).with_context(|| format!("{}: cannot write", path.display()))
+        }
+    }
+}
+
+fn tempfile_in(dir: &Path) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+    for attempt in 0..100u32 {
+        let name = dir.join(format!(".dlqf-{}-{attempt}.tmp", std::process::id()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&name) {
+            Ok(f) => return Ok((name, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free temporary file name"))
+}
+
+/// Shares as percentages with two decimals, for people.
+pub fn percent(share: f64) -> String {
+    format!("{:.2}%", share * 100.0)
+}

@@ -1,0 +1,326 @@
+//! Turns one row's cells into its failure signature key and the facts dlqf needs (id, time,
+//! attempts), or into a reject reason. Shared by every source, so all formats agree.
+
+use std::borrow::Cow;
+
+use crate::profile::{classify, Normalizer, Profile};
+use crate::timestamp;
+
+/// One field's value as a source read it, before the profile interprets it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell<'a> {
+    Missing,
+    Null,
+    Str(Cow<'a, str>),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// A native timestamp column, already in microseconds.
+    Time(i64),
+    /// An object, array or binary value.
+    Nested(&'static str),
+}
+
+impl Cell<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Cell::Missing => "missing",
+            Cell::Null => "null",
+            Cell::Str(_) => "string",
+            Cell::Int(_) | Cell::Float(_) => "number",
+            Cell::Bool(_) => "boolean",
+            Cell::Time(_) => "timestamp",
+            Cell::Nested(kind) => kind,
+        }
+    }
+
+    fn as_text(&self) -> Option<Cow<'_, str>> {
+        match self {
+            Cell::Str(s) => Some(Cow::Borrowed(s.as_ref())),
+            Cell::Int(v) => Some(Cow::Owned(v.to_string())),
+            Cell::Float(v) => Some(Cow::Owned(v.to_string())),
+            Cell::Bool(v) => Some(Cow::Owned(v.to_string())),
+            Cell::Time(v) => Some(Cow::Owned(timestamp::format_micros(*v))),
+            _ => None,
+        }
+    }
+}
+
+/// What a row contributes besides its signature.
+#[derive(Debug)]
+pub struct RowFacts<'a> {
+    pub id: Cow<'a, str>,
+    pub time: i64,
+    pub attempts: i64,
+}
+
+struct Slot {
+    column: usize,
+    normalizer: Normalizer,
+    required: bool,
+    /// Columns of the error type and message, for a category normaliser.
+    aux: Option<(usize, usize)>,
+}
+
+/// The columns a source must read for a profile, and how to interpret them.
+pub struct Layout {
+    pub columns: Vec<String>,
+    id: usize,
+    time: usize,
+    attempts: Option<usize>,
+    slots: Vec<Slot>,
+}
+
+impl Layout {
+    pub fn new(profile: &Profile) -> Layout {
+        let mut columns: Vec<String> = Vec::new();
+        let mut col = |name: &str| match columns.iter().position(|c| c == name) {
+            Some(i) => i,
+            None => {
+                columns.push(name.to_string());
+                columns.len() - 1
+            }
+        };
+        let id = col(&profile.id_field);
+        let time = col(&profile.time_field);
+        let attempts = profile.attempts_field.as_deref().map(&mut col);
+        let slots = profile
+            .signature
+            .iter()
+            .map(|s| Slot {
+                column: col(&s.field),
+                aux: match &s.normalizer {
+                    Normalizer::Category { type_field, message_field } => Some((col(type_field), col(message_field))),
+                    _ => None,
+                },
+                normalizer: s.normalizer.clone(),
+                required: s.required,
+            })
+            .collect();
+        Layout { columns, id, time, attempts, slots }
+    }
+
+    /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
+    /// deferred to `finish_signature`) and returns the row's facts, or why it is rejected.
+    pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
+        key.clear();
+        for slot in &self.slots {
+            let cell = &cells[slot.column];
+            let name = &self.columns[slot.column];
+            match &slot.normalizer {
+                Normalizer::Category { .. } => {
+                    let given = cell.as_text().filter(|t| !t.trim().is_empty());
+                    let value = match given {
+                        Some(t) => t.trim().to_lowercase(),
+                        None => {
+                            let (ty, msg) = slot.aux.expect("category slot has aux columns");
+                            let ty = cells[ty].as_text().unwrap_or_default();
+                            let msg = cells[msg].as_text().unwrap_or_default();
+                            classify::classify(&ty, &msg).to_string()
+                        }
+                    };
+                    push_part(key, &value);
+                }
+                normalizer => {
+                    let text = match cell {
+                        Cell::Missing | Cell::Null if !slot.required => Cow::Borrowed(""),
+                        Cell::Missing => return Err(format!("field `{name}` is missing")),
+                        Cell::Null => return Err(format!("field `{name}` is null")),
+                        other => other
+                            .as_text()
+                            .ok_or_else(|| format!("field `{name}`: expected a string, got {}", other.kind()))?,
+                    };
+                    if normalizer.is_per_row() {
+                        push_part(key, &normalizer.apply(&text));
+                    } else {
+                        push_part(key, &text);
+                    }
+                }
+            }
+        }
+        let id_name = &self.columns[self.id];
+        let id = match &cells[self.id] {
+            Cell::Str(s) => Cow::Borrowed(s.as_ref()),
+            Cell::Int(v) => Cow::Owned(v.to_string()),
+            Cell::Missing => return Err(format!("field `{id_name}` is missing")),
+            Cell::Null => return Err(format!("field `{id_name}` is null")),
+            other => return Err(format!("field `{id_name}`: expected a string, got {}", other.kind())),
+        };
+        let time_name = &self.columns[self.time];
+        let time = match &cells[self.time] {
+            Cell::Time(v) => *v,
+            Cell::Str(s) => timestamp::parse_rfc3339(s.trim())
+                .ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
+            Cell::Missing => return Err(format!("field `{time_name}` is missing")),
+            Cell::Null => return Err(format!("field `{time_name}` is null")),
+            other => return Err(format!("field `{time_name}`: expected an RFC 3339 timestamp, got {}", other.kind())),
+        };
+        let attempts = match self.attempts {
+            None => 0,
+            Some(col) => match &cells[col] {
+                Cell::Missing | Cell::Null => 0,
+                Cell::Int(v) => *v,
+                Cell::Float(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => *v as i64,
+                Cell::Str(s) if s.trim().parse::<i64>().is_ok() => s.trim().parse().unwrap(),
+                other => {
+                    return Err(format!(
+                        "field `{}`: expected an integer, got {}",
+                        self.columns[col],
+                        match other {
+                            Cell::Str(s) => format!("string {}", quote(s)),
+                            other => other.kind().to_string(),
+                        }
+                    ))
+                }
+            },
+        };
+        Ok(RowFacts { id, time, attempts })
+    }
+
+    /// The normalised signature values of a key produced by `extract`.
+    pub fn finish_signature(&self, key: &[u8]) -> Vec<String> {
+        split_parts(key)
+            .zip(&self.slots)
+            .map(|(raw, slot)| if slot.normalizer.is_per_row() { raw.to_string() } else { slot.normalizer.apply(raw) })
+            .collect()
+    }
+}
+
+/// A normalised signature: field names and values, in the profile's field order. Serialises as
+/// a JSON object whose keys keep that order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Signature(pub Vec<(String, String)>);
+
+impl Signature {
+    pub fn new(fields: &[String], values: &[String]) -> Signature {
+        Signature(fields.iter().cloned().zip(values.iter().cloned()).collect())
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(_, v)| v.as_str())
+    }
+
+    pub fn get(&self, field: &str) -> Option<&str> {
+        self.0.iter().find(|(f, _)| f == field).map(|(_, v)| v.as_str())
+    }
+}
+
+impl serde::Serialize for Signature {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Signature {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let pairs = map
+            .into_iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => Ok((k, s)),
+                other => Err(serde::de::Error::custom(format!("signature field `{k}` must be a string, got {other}"))),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Signature(pairs))
+    }
+}
+
+fn push_part(key: &mut Vec<u8>, text: &str) {
+    key.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    key.extend_from_slice(text.as_bytes());
+}
+
+/// The parts of a key, each a length-prefixed UTF-8 string written by `push_part`.
+pub fn split_parts(mut key: &[u8]) -> impl Iterator<Item = &str> {
+    std::iter::from_fn(move || {
+        if key.len() < 4 {
+            return None;
+        }
+        let len = u32::from_le_bytes(key[..4].try_into().unwrap()) as usize;
+        let text = std::str::from_utf8(&key[4..4 + len]).expect("keys hold UTF-8");
+        key = &key[4 + len..];
+        Some(text)
+    })
+}
+
+fn quote(s: &str) -> String {
+    let shown: String = s.chars().take(40).collect();
+    if shown.len() < s.len() {
+        format!("{:?}…", shown)
+    } else {
+        format!("{shown:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    fn vision_cells<'a>(stage: Cell<'a>, time: Cell<'a>, attempts: Cell<'a>) -> Vec<Cell<'a>> {
+        // Layout order for vision: capture_id, capture_timestamp, attempts, stage, reject_reason, registry_revision
+        vec![Cell::Str("cap-1".into()), time, attempts, stage, Cell::Str(" Low_Confidence ".into()), Cell::Str(" det-v8 ".into())]
+    }
+
+    #[test]
+    fn vision_signature_is_normalised_after_grouping() {
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        assert_eq!(layout.columns, ["capture_id", "capture_timestamp", "attempts", "stage", "reject_reason", "registry_revision"]);
+        let cells = vision_cells(Cell::Str("Inference".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(2));
+        let mut key = Vec::new();
+        let facts = layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(facts.id, "cap-1");
+        assert_eq!(facts.attempts, 2);
+        assert_eq!(split_parts(&key).collect::<Vec<_>>(), ["Inference", " Low_Confidence ", " det-v8 "]);
+        assert_eq!(layout.finish_signature(&key), ["inference", "low_confidence", "det-v8"]);
+    }
+
+    #[test]
+    fn bad_cells_give_reasons_naming_the_field() {
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        let mut key = Vec::new();
+        let cases = [
+            (vision_cells(Cell::Null, Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage` is null"),
+            (vision_cells(Cell::Missing, Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage` is missing"),
+            (vision_cells(Cell::Nested("object"), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got object"),
+            (vision_cells(Cell::Str("x".into()), Cell::Str("yesterday".into()), Cell::Int(0)), "field `capture_timestamp`: invalid timestamp \"yesterday\""),
+            (vision_cells(Cell::Str("x".into()), Cell::Int(5), Cell::Int(0)), "field `capture_timestamp`: expected an RFC 3339 timestamp, got number"),
+            (vision_cells(Cell::Str("x".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Str("three".into())), "field `attempts`: expected an integer, got string \"three\""),
+        ];
+        for (cells, reason) in cases {
+            assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), reason);
+        }
+    }
+
+    #[test]
+    fn attempts_default_to_zero_and_accept_numeric_strings() {
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        let mut key = Vec::new();
+        let t = || Cell::Str("2026-10-01T00:00:00Z".into());
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Missing), &mut key).unwrap().attempts, 0);
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Str("3".into())), &mut key).unwrap().attempts, 3);
+    }
+
+    #[test]
+    fn envelope_classifies_a_missing_category() {
+        let layout = Layout::new(&Profile::load("envelope").unwrap());
+        assert_eq!(layout.columns, ["id", "last_failed_at", "retry_count", "original_topic", "error_category", "error_type", "error_message"]);
+        let cells = vec![
+            Cell::Str("dl-1".into()),
+            Cell::Str("2026-10-01T00:00:00Z".into()),
+            Cell::Int(5),
+            Cell::Str("orders".into()),
+            Cell::Missing,
+            Cell::Str("TimeoutError".into()),
+            Cell::Str("timed out after 30s talking to 10.0.0.7".into()),
+        ];
+        let mut key = Vec::new();
+        layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(layout.finish_signature(&key), ["orders", "transient", "TimeoutError", "timed out after <*> talking to <*>"]);
+    }
+}

@@ -1,0 +1,291 @@
+//! JSON-lines scanning: the stream is cut into large newline-aligned chunks that are parsed in
+//! parallel, reading only the profile's fields; line numbers are restored in chunk order.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+
+use anyhow::{Context, Result};
+use rayon::iter::{ParallelBridge, ParallelIterator};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::{Accumulator, Compression, Input, LocalTally, Location, Scan, Tally};
+use crate::signature::Cell;
+
+const CHUNK_BYTES: usize = 8 << 20;
+
+pub(super) fn scan<A, F>(scan: &Scan, input: &Input, compression: Compression, make: &F) -> Result<(A, Tally)>
+where
+    A: Accumulator,
+    F: Fn() -> A + Sync,
+{
+    let raw: Box<dyn Read + Send> = match &input.location {
+        Location::Stdin => Box::new(io::stdin()),
+        Location::Path(p) => Box::new(File::open(p).with_context(|| format!("{}: cannot open", input.display))?),
+    };
+    let reader: Box<dyn Read + Send> = match compression {
+        Compression::None => raw,
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, raw))),
+        Compression::Zstd => Box::new(zstd::Decoder::new(raw).with_context(|| format!("{}: not a zstd stream", input.display))?),
+    };
+    let chunks = Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES };
+
+    let folded = chunks
+        .par_bridge()
+        .try_fold(
+            || (make(), Vec::new()),
+            |(mut acc, mut metas), chunk| -> io::Result<(A, Vec<ChunkMeta>)> {
+                let (index, bytes) = chunk?;
+                scan.progress.advance(bytes.len() as u64);
+                metas.push(parse_chunk(scan, index, &bytes, &mut acc));
+                Ok((acc, metas))
+            },
+        )
+        .try_reduce(
+            || (make(), Vec::new()),
+            |(mut a, mut ma), (b, mb)| {
+                a.merge(b);
+                ma.extend(mb);
+                Ok((a, ma))
+            },
+        );
+    let (acc, mut metas) = folded.with_context(|| format!("{}: read error", input.display))?;
+
+    metas.sort_by_key(|m| m.index);
+    let mut tally = Tally::default();
+    let mut lines_before = 0;
+    for meta in metas {
+        tally.absorb(meta.tally.into_tally(&input.display, lines_before));
+        lines_before += meta.lines;
+    }
+    Ok((acc, tally))
+}
+
+struct ChunkMeta {
+    index: usize,
+    lines: u64,
+    tally: LocalTally,
+}
+
+fn parse_chunk<A: Accumulator>(scan: &Scan, index: usize, bytes: &[u8], acc: &mut A) -> ChunkMeta {
+    let names = &scan.layout.columns;
+    let mut cells: Vec<Cell> = vec![Cell::Missing; names.len()];
+    let mut key = Vec::with_capacity(128);
+    let mut tally = LocalTally::default();
+    let mut line_no = 0u64;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let mut line = &rest[..end];
+        rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
+        line_no += 1;
+        if let [head @ .., b'\r'] = line {
+            line = head;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        cells.iter_mut().for_each(|c| *c = Cell::Missing);
+        match parse_line(line, names, &mut cells) {
+            Ok(()) => scan.take_row(&cells, &mut key, acc, &mut tally, line_no),
+            Err(reason) => tally.reject(line_no, reason),
+        }
+    }
+    ChunkMeta { index, lines: line_no, tally }
+}
+
+/// Parses one line as a JSON object, keeping only the fields named in `names`.
+fn parse_line<'a>(line: &'a [u8], names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    FieldPicker { names, cells }.deserialize(&mut de).map_err(json_reason)?;
+    de.end().map_err(json_reason)
+}
+
+fn json_reason(e: serde_json::Error) -> String {
+    let msg = e.to_string();
+    let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+    format!("invalid JSON: {msg} at column {}", e.column())
+}
+
+struct FieldPicker<'n, 'c, 'a> {
+    names: &'n [String],
+    cells: &'c mut [Cell<'a>],
+}
+
+impl<'de> DeserializeSeed<'de> for FieldPicker<'_, '_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldPicker<'_, '_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match self.names.iter().position(|n| *n == key) {
+                Some(i) => self.cells[i] = map.next_value::<CellValue>()?.0,
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct CellValue<'a>(Cell<'a>);
+
+impl<'de> de::Deserialize<'de> for CellValue<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CellVisitor)
+    }
+}
+
+struct CellVisitor;
+
+impl<'de> Visitor<'de> for CellVisitor {
+    type Value = CellValue<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(CellValue(Cell::Str(Cow::Borrowed(v))))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(CellValue(Cell::Str(Cow::Owned(v.to_string()))))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(CellValue(Cell::Str(Cow::Owned(v))))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(CellValue(Cell::Int(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(CellValue(i64::try_from(v).map(Cell::Int).unwrap_or(Cell::Float(v as f64))))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(CellValue(Cell::Float(v)))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(CellValue(Cell::Bool(v)))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(CellValue(Cell::Null))
+    }
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(CellValue(Cell::Nested("object")))
+    }
+    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(CellValue(Cell::Nested("array")))
+    }
+}
+
+/// Newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order.
+struct Chunks {
+    reader: Box<dyn Read + Send>,
+    carry: Vec<u8>,
+    index: usize,
+    done: bool,
+    size: usize,
+}
+
+impl Iterator for Chunks {
+    type Item = io::Result<(usize, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let mut buf = std::mem::take(&mut self.carry);
+        buf.reserve(self.size);
+        loop {
+            let start = buf.len();
+            let want = (start + self.size).max(buf.capacity());
+            buf.resize(want, 0);
+            let n = match read_full(&mut self.reader, &mut buf[start..]) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            };
+            buf.truncate(start + n);
+            let eof = start + n < want;
+            if eof {
+                self.done = true;
+                if buf.is_empty() {
+                    return None;
+                }
+                break;
+            }
+            if let Some(last_nl) = memchr::memrchr(b'\n', &buf[start..]).map(|i| i + start) {
+                self.carry = buf[last_nl + 1..].to_vec();
+                buf.truncate(last_nl + 1);
+                break;
+            }
+            // A line longer than a chunk: keep reading until it ends.
+        }
+        let index = self.index;
+        self.index += 1;
+        Some(Ok((index, buf)))
+    }
+}
+
+fn read_full(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn picks_only_named_fields_and_keeps_their_types() {
+        let names = names(&["a", "b", "c", "d"]);
+        let mut cells = vec![Cell::Missing; 4];
+        parse_line(br#"{"a":"x\"y","z":{"deep":[1,2]},"b":3,"c":null}"#, &names, &mut cells).unwrap();
+        assert_eq!(cells, [Cell::Str("x\"y".into()), Cell::Int(3), Cell::Null, Cell::Missing]);
+    }
+
+    #[test]
+    fn malformed_lines_give_a_reason() {
+        let names = names(&["a"]);
+        let mut cells = vec![Cell::Missing; 1];
+        let err = parse_line(br#"{"a":"x""#, &names, &mut cells).unwrap_err();
+        assert!(err.starts_with("invalid JSON: EOF while parsing"), "{err}");
+        let err = parse_line(br#"[1,2]"#, &names, &mut cells).unwrap_err();
+        assert!(err.contains("expected a JSON object"), "{err}");
+        let err = parse_line(br#"{"a":1} trailing"#, &names, &mut cells).unwrap_err();
+        assert!(err.contains("trailing characters"), "{err}");
+    }
+
+    #[test]
+    fn chunks_end_on_newlines_and_cover_every_byte() {
+        let text: Vec<u8> = (0..200_000).flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes()).collect();
+        let chunks = Chunks { reader: Box::new(io::Cursor::new(text.clone())), carry: Vec::new(), index: 0, done: false, size: 1000 };
+        let parts: Vec<Vec<u8>> = chunks.map(|c| c.unwrap().1).collect();
+        assert!(parts.len() > 100);
+        assert!(parts.iter().all(|p| p.ends_with(b"\n")));
+        assert_eq!(parts.concat(), text);
+    }
+}

@@ -1,0 +1,197 @@
+//! Timestamps as i64 microseconds since the Unix epoch, UTC.
+//! Dumps carry RFC 3339 text; a hand-rolled parser keeps the hot path allocation-free.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// Parses `YYYY-MM-DD[T ]HH:MM:SS[.fraction](Z|±HH:MM|±HHMM)`; a missing offset means UTC.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let year = digits(&b[0..4])?;
+    if b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let month = digits(&b[5..7])?;
+    let day = digits(&b[8..10])?;
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (hour, minute, second) = (digits(&b[11..13])?, digits(&b[14..16])?, digits(&b[17..19])?);
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut pos = 19;
+    let mut micros: i64 = 0;
+    if pos < b.len() && (b[pos] == b'.' || b[pos] == b',') {
+        pos += 1;
+        let start = pos;
+        while pos < b.len() && b[pos].is_ascii_digit() {
+            if pos - start < 6 {
+                micros = micros * 10 + i64::from(b[pos] - b'0');
+            }
+            pos += 1;
+        }
+        let n = pos - start;
+        if n == 0 {
+            return None;
+        }
+        for _ in n..6 {
+            micros *= 10;
+        }
+    }
+    let offset_seconds: i64 = match b.get(pos) {
+        None => 0,
+        Some(b'Z' | b'z') if pos + 1 == b.len() => 0,
+        Some(&sign @ (b'+' | b'-')) => {
+            let rest = &b[pos + 1..];
+            let (h, m) = match rest.len() {
+                5 if rest[2] == b':' => (digits(&rest[0..2])?, digits(&rest[3..5])?),
+                4 => (digits(&rest[0..2])?, digits(&rest[2..4])?),
+                2 => (digits(&rest[0..2])?, 0),
+                _ => return None,
+            };
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let s = (h * 3600 + m * 60) as i64;
+            if sign == b'+' { s } else { -s }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year as i64, month, day);
+    let second = second.min(59); // a leap second collapses onto :59
+    let secs = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64 - offset_seconds;
+    Some(secs * 1_000_000 + micros)
+}
+
+/// RFC 3339 in UTC with `Z`; fractional seconds only when present (3 or 6 digits).
+pub fn format_micros(micros: i64) -> String {
+    match DateTime::<Utc>::from_timestamp_micros(micros) {
+        Some(t) => t.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        None => micros.to_string(),
+    }
+}
+
+pub fn now_micros() -> i64 {
+    Utc::now().timestamp_micros()
+}
+
+/// A `--since`/`--until` bound: RFC 3339, a bare date (midnight UTC), or `N[smhdw]` before `now`.
+pub fn parse_bound(text: &str, now: i64) -> Result<i64, String> {
+    let t = text.trim();
+    if let Some(v) = parse_rfc3339(t) {
+        return Ok(v);
+    }
+    if t.len() == 10 {
+        if let Some(v) = parse_rfc3339(&format!("{t}T00:00:00Z")) {
+            return Ok(v);
+        }
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: i64 = number.parse().map_err(|_| bound_error(text))?;
+    let unit_seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(bound_error(text)),
+    };
+    Ok(now - n * unit_seconds * 1_000_000)
+}
+
+fn bound_error(text: &str) -> String {
+    format!("invalid time bound `{text}`: expected RFC 3339 (2026-11-01T00:00:00Z), a date (2026-11-01) or a relative age like 7d, 12h, 2w")
+}
+
+fn digits(b: &[u8]) -> Option<u32> {
+    let mut v = 0u32;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u32::from(c - b'0');
+    }
+    Some(v)
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+/// Howard Hinnant's days-from-civil: days since 1970-01-01 for a proleptic Gregorian date.
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chrono_micros(s: &str) -> i64 {
+        DateTime::parse_from_rfc3339(s).unwrap().timestamp_micros()
+    }
+
+    #[test]
+    fn agrees_with_chrono_on_rfc3339() {
+        for s in [
+            "2026-10-01T00:00:00Z",
+            "1970-01-01T00:00:00Z",
+            "2024-02-29T23:59:59.5Z",
+            "2026-11-11T23:59:59.123456Z",
+            "2026-11-11T23:59:59.123456789Z",
+            "2026-03-01T01:02:03+02:00",
+            "2026-03-01T01:02:03-05:30",
+            "1969-12-31T23:59:59Z",
+        ] {
+            assert_eq!(parse_rfc3339(s), Some(chrono_micros(s)), "{s}");
+        }
+    }
+
+    #[test]
+    fn accepts_space_separator_and_missing_offset() {
+        assert_eq!(parse_rfc3339("2026-10-01 00:00:00"), Some(chrono_micros("2026-10-01T00:00:00Z")));
+        assert_eq!(parse_rfc3339("2026-10-01T00:00:00+0000"), Some(chrono_micros("2026-10-01T00:00:00Z")));
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for s in ["", "yesterday", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-10-01T00:00:00Q", "2026-10-01T25:00:00Z", "2026-10-01T00:00:00.Z"] {
+            assert_eq!(parse_rfc3339(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn formats_whole_seconds_without_fraction() {
+        assert_eq!(format_micros(chrono_micros("2026-10-01T00:00:00Z")), "2026-10-01T00:00:00Z");
+        assert_eq!(format_micros(chrono_micros("2026-10-01T00:00:00.25Z")), "2026-10-01T00:00:00.250Z");
+        assert_eq!(format_micros(chrono_micros("2026-10-01T00:00:00.000001Z")), "2026-10-01T00:00:00.000001Z");
+    }
+
+    #[test]
+    fn bounds_accept_dates_and_relative_ages() {
+        let now = chrono_micros("2026-11-29T12:00:00Z");
+        assert_eq!(parse_bound("2026-11-01", now).unwrap(), chrono_micros("2026-11-01T00:00:00Z"));
+        assert_eq!(parse_bound("7d", now).unwrap(), chrono_micros("2026-11-22T12:00:00Z"));
+        assert_eq!(parse_bound("2h", now).unwrap(), chrono_micros("2026-11-29T10:00:00Z"));
+        assert!(parse_bound("7y", now).is_err());
+        assert!(parse_bound("soon", now).is_err());
+    }
+}

@@ -1,0 +1,101 @@
+//! Inputs: formats, compression, directories, globs, hive folders, stdin, and results that do
+//! not depend on row order, file split or thread count.
+
+use std::io::Write;
+
+use crate::util::{vision_line, Dir};
+
+fn rank_json(dir: &Dir, args: &[&str]) -> String {
+    dir.command().arg("rank").args(args).args(["--format", "json"]).ok()
+}
+
+/// 3000 generated rows as JSON lines (no header), with drift but no malformed rows.
+fn generated_lines(dir: &Dir) -> Vec<String> {
+    dir.gen("base.jsonl", &["--rows", "3000", "--seed", "11"]);
+    dir.read("base.jsonl").lines().map(str::to_string).collect()
+}
+
+#[test]
+fn shuffled_rows_split_files_and_thread_counts_give_identical_json() {
+    let dir = Dir::new();
+    let lines = generated_lines(&dir);
+    let reference = rank_json(&dir, &["base.jsonl"]);
+
+    // A fixed permutation (multiplicative step coprime with the length).
+    let n = lines.len();
+    let shuffled: Vec<&String> = (0..n).map(|i| &lines[(i * 7919) % n]).collect();
+    dir.create("shuffled.jsonl", shuffled.iter().map(|l| format!("{l}\n")).collect::<String>());
+    assert_eq!(rank_json(&dir, &["shuffled.jsonl"]), reference);
+
+    for (part, chunk) in shuffled.chunks(700).enumerate() {
+        dir.create(&format!("split/part-{part}.jsonl"), chunk.iter().map(|l| format!("{l}\n")).collect::<String>());
+    }
+    assert_eq!(rank_json(&dir, &["split"]), reference);
+    assert_eq!(rank_json(&dir, &["--threads", "1", "split"]), reference);
+    assert_eq!(rank_json(&dir, &["--threads", "2", "base.jsonl"]), reference);
+
+    dir.gen("base.parquet", &["--rows", "3000", "--seed", "11", "--row-group-rows", "500"]);
+    assert_eq!(rank_json(&dir, &["base.parquet"]), reference);
+    assert_eq!(rank_json(&dir, &["--threads", "1", "base.parquet"]), reference);
+}
+
+#[test]
+fn compressed_stdin_and_mixed_inputs_read_the_same_records() {
+    let dir = Dir::new();
+    let lines = generated_lines(&dir);
+    let reference = rank_json(&dir, &["base.jsonl"]);
+    let text = dir.read("base.jsonl");
+
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(text.as_bytes()).unwrap();
+    dir.create("c/dlq.jsonl.gz", gz.finish().unwrap());
+    assert_eq!(rank_json(&dir, &["c/dlq.jsonl.gz"]), reference);
+
+    dir.create("c/dlq.ndjson.zst", zstd::encode_all(text.as_bytes(), 3).unwrap());
+    assert_eq!(rank_json(&dir, &["c/dlq.ndjson.zst"]), reference);
+
+    let out = dir.command().args(["rank", "-", "--format", "json"]).stdin(text.clone()).ok();
+    assert_eq!(out, reference);
+
+    // The same records as Parquet plus JSON-lines in one run, against all JSON-lines.
+    dir.gen("more.jsonl", &["--rows", "1000", "--seed", "12"]);
+    dir.gen("more.parquet", &["--rows", "1000", "--seed", "12"]);
+    let all_jsonl = rank_json(&dir, &["base.jsonl", "more.jsonl"]);
+    assert_eq!(rank_json(&dir, &["more.parquet", "base.jsonl"]), all_jsonl);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&all_jsonl).unwrap()["total"], lines.len() + 1000);
+}
+
+#[test]
+fn directories_globs_and_hive_partitions_are_read_through() {
+    let dir = Dir::new();
+    let day = |d: u32, id: &str| vision_line(id, "inference", "timeout", "det-v8.0", &format!("2026-11-{d:02}T10:00:00Z"), 0) + "\n";
+    dir.create("dlq/dt=2026-11-27/part-0.jsonl", day(27, "a"));
+    dir.create("dlq/dt=2026-11-28/part-0.jsonl", day(28, "b") + &day(28, "c"));
+    dir.create("dlq/dt=2026-11-28/part-1.jsonl.gz", {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(day(28, "d").as_bytes()).unwrap();
+        gz.finish().unwrap()
+    });
+    dir.create("dlq/dt=2026-11-28/_SUCCESS", "");
+    dir.create("dlq/.hidden.jsonl", "not json at all\n");
+    dir.create("dlq/README.txt", "not a dump\n");
+
+    let all = dir.command().args(["rank", "dlq", "--format", "json"]).json();
+    assert_eq!(all["total"], 4);
+    assert_eq!(all["rejected"], 0);
+    let glob = dir.command().args(["rank", "dlq/dt=2026-11-28/*.jsonl", "--format", "json"]).json();
+    assert_eq!(glob["total"], 2);
+    // A file named twice (directly and through its folder) is read once.
+    let twice = dir.command().args(["rank", "dlq", "dlq/dt=2026-11-27/part-0.jsonl", "--format", "json"]).json();
+    assert_eq!(twice["total"], 4);
+}
+
+#[test]
+fn a_file_named_explicitly_is_sniffed_whatever_its_name() {
+    let dir = Dir::new();
+    dir.gen("dump.parquet", &["--rows", "100", "--seed", "3"]);
+    std::fs::rename(dir.join("dump.parquet"), dir.join("dump.bin")).unwrap();
+    dir.create("dump.log", vision_line("x", "s", "r", "v", "2026-10-01T00:00:00Z", 0) + "\n");
+    assert_eq!(dir.command().args(["rank", "dump.bin", "--format", "json"]).json()["total"], 100);
+    assert_eq!(dir.command().args(["rank", "dump.log", "--format", "json"]).json()["total"], 1);
+}

@@ -1,0 +1,10 @@
+//! Integration tests through the dlqf binary, grouped by topic.
+
+mod util;
+
+mod bad_input;
+mod crosscheck;
+mod gen;
+mod inputs;
+mod profiles;
+mod rank;
