@@ -9,7 +9,7 @@ use crate::analyze::rank::RankReport;
 pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut out = String::new();
     let _ = writeln!(out, "## DLQ failure ranking ({})\n", escape(&report.profile));
-    let _ = writeln!(out, "{} failures, {} buckets, {} rejected rows.", report.total, report.buckets.len(), report.rejected);
+    let _ = writeln!(out, "{} failures, {} rejected rows.", report.total, report.rejected);
     if let Some(d) = &report.dominant {
         let verdict = if d.alert { "**one cause dominates: fix it before any replay**" } else { "no single cause dominates" };
         let _ = writeln!(out, "Top bucket holds {} (alert at {}): {verdict}.", percent(d.share), percent(d.alert_share));

@@ -14,11 +14,8 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "profile {} · {} failures in {} buckets · {} rejected rows",
-        report.profile,
-        report.total,
-        report.buckets.len(),
-        report.rejected
+        "profile {} · {} failures · {} rejected rows",
+        report.profile, report.total, report.rejected
     );
     let mut headers = vec!["rank".to_string(), "count".into(), "share".into()];
     headers.extend(report.signature_fields.iter().cloned());

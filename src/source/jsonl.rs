@@ -97,6 +97,18 @@ fn parse_chunk<A: Accumulator>(scan: &Scan, index: usize, bytes: &[u8], acc: &mu
 
 /// Parses one line as a JSON object, keeping only the fields named in `names`.
 fn parse_line<'a>(line: &'a [u8], names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
+    let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied().unwrap_or(b'{');
+    if first != b'{' {
+        let kind = match first {
+            b'[' => "an array",
+            b'"' => "a string",
+            b'-' | b'0'..=b'9' => "a number",
+            b't' | b'f' => "a boolean",
+            b'n' => "null",
+            _ => "something that is not JSON",
+        };
+        return Err(format!("expected a JSON object, got {kind}"));
+    }
     let mut de = serde_json::Deserializer::from_slice(line);
     FieldPicker { names, cells }.deserialize(&mut de).map_err(json_reason)?;
     de.end().map_err(json_reason)
@@ -274,7 +286,7 @@ mod tests {
         let err = parse_line(br#"{"a":"x""#, &names, &mut cells).unwrap_err();
         assert!(err.starts_with("invalid JSON: EOF while parsing"), "{err}");
         let err = parse_line(br#"[1,2]"#, &names, &mut cells).unwrap_err();
-        assert!(err.contains("expected a JSON object"), "{err}");
+        assert_eq!(err, "expected a JSON object, got an array");
         let err = parse_line(br#"{"a":1} trailing"#, &names, &mut cells).unwrap_err();
         assert!(err.contains("trailing characters"), "{err}");
     }

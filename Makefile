@@ -1,0 +1,46 @@
+# dlqf — two commands for a newcomer: `make demo` and `make test`.
+# Cargo's target dir lives outside the clone so reruns on one machine are incremental.
+
+CARGO_TARGET_DIR ?= $(HOME)/.cache/dlqf-target
+export CARGO_TARGET_DIR
+VENV ?= $(HOME)/.cache/dlqf-venv
+PYTHON := $(VENV)/bin/python
+DUCKDB_VERSION := 2.0.1
+DEBUG_BIN := $(CARGO_TARGET_DIR)/debug/dlqf
+RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
+
+.PHONY: demo test bench build release sample-data test-deps clean-bench
+
+## Build (debug profile, dependencies optimised) and rank the committed sample dumps.
+demo: build
+	$(DEBUG_BIN) rank sample_data/vision/
+	@echo
+	$(DEBUG_BIN) rank sample_data/envelope/ --profile envelope --top 5
+
+build:
+	cargo build
+
+release:
+	cargo build --release
+
+## Install what the tests need (DuckDB from PyPI in a venv), then run every test.
+test: test-deps
+	DLQF_PYTHON=$(PYTHON) cargo test --all-targets
+
+test-deps: $(VENV)/.duckdb-$(DUCKDB_VERSION)
+
+$(VENV)/.duckdb-$(DUCKDB_VERSION):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb==$(DUCKDB_VERSION)
+	touch $@
+
+## Regenerate the committed sample dumps (deterministic: same bytes every time).
+sample-data: build
+	rm -rf sample_data && mkdir -p sample_data/vision sample_data/envelope
+	$(DEBUG_BIN) gen --profile vision --rows 12000 --seed 7 --start 2026-10-01 --days 28 -o sample_data/vision/2026-10-01_28d.parquet
+	$(DEBUG_BIN) gen --profile vision --rows 8000 --seed 8 --start 2026-10-29 --days 14 --malformed 0.002 -o sample_data/vision/2026-10-29_14d.jsonl.gz
+	$(DEBUG_BIN) gen --profile envelope --rows 3000 --seed 9 --malformed 0.002 -o sample_data/envelope/dlq.jsonl
+
+## Benchmarks: release build, 10M-row dumps, dlqf vs DuckDB side by side.
+bench: release test-deps
+	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN)

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""`make bench`: dlqf rank against DuckDB on the same 10M-row vision dumps, side by side.
+
+Generates the dumps once (Parquet and JSON-lines, with `dlqf gen`), then runs each engine
+alternately, measuring wall time and peak RSS of the whole process (os.wait4), and prints a
+Markdown table of medians. DuckDB runs the same ranking (grouped on the raw tuple first, then
+normalised, its fastest form) with 2 threads; `wc -l` shows the cost of just reading the bytes.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+DUCKDB = r"""
+import sys, duckdb
+path = sys.argv[1]
+con = duckdb.connect()
+con.execute("SET threads=%s" % sys.argv[2])
+cols = "{'capture_id':'VARCHAR','stage':'VARCHAR','reject_reason':'VARCHAR','registry_revision':'VARCHAR','capture_timestamp':'VARCHAR'}"
+src = ("read_parquet('%s')" % path) if path.endswith(".parquet") else \
+      ("read_json('%s', format='newline_delimited', columns=%s)" % (path, cols))
+ws = "' ' || chr(9) || chr(10) || chr(13)"
+q = f'''
+WITH raw AS (
+  SELECT stage, reject_reason, registry_revision, count(*) AS c,
+         min({{'t': CAST(capture_timestamp AS TIMESTAMPTZ), 'id': capture_id}}) AS first,
+         max(CAST(capture_timestamp AS TIMESTAMPTZ)) AS last
+  FROM {src} GROUP BY ALL)
+SELECT lower(trim(stage, {ws})) s, lower(trim(reject_reason, {ws})) r, trim(registry_revision, {ws}) v,
+       sum(c) c, min(first) first, max(last) last
+FROM raw GROUP BY ALL ORDER BY c DESC, s, r, v'''
+rows = con.execute(q).fetchall()
+print(len(rows), sum(r[3] for r in rows))
+"""
+
+
+def measure(cmd):
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{err.decode(errors='replace')}")
+    return wall, usage.ru_maxrss / 1024.0, out
+
+
+def ensure(path, dlqf, rows, fmt):
+    stamp = path + f".rows-{rows}"
+    if os.path.exists(path) and os.path.exists(stamp):
+        return
+    print(f"generating {path} ({rows} rows) …", file=sys.stderr)
+    subprocess.run([dlqf, "gen", "--rows", str(rows), "--seed", "42", "--format", fmt, "-o", path], check=True)
+    open(stamp, "w").close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dlqf", required=True)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--data", default=os.path.expanduser("~/.cache/dlqf-bench"))
+    args = ap.parse_args()
+    os.makedirs(args.data, exist_ok=True)
+    parquet = os.path.join(args.data, f"vision-{args.rows}.parquet")
+    jsonl = os.path.join(args.data, f"vision-{args.rows}.jsonl")
+    ensure(parquet, args.dlqf, args.rows, "parquet")
+    ensure(jsonl, args.dlqf, args.rows, "jsonl")
+
+    rows = []
+    for label, path in [("Parquet", parquet), ("JSON-lines", jsonl)]:
+        engines = {
+            "dlqf": [args.dlqf, "--threads", str(args.threads), "rank", path, "--format", "json", "--no-progress"],
+            "duckdb": [sys.executable, "-c", DUCKDB, path, str(args.threads)],
+        }
+        if label == "JSON-lines":
+            engines["wc -l"] = ["wc", "-l", path]
+        results = {name: [] for name in engines}
+        for _ in range(args.runs):
+            for name, cmd in engines.items():
+                wall, rss, _ = measure(cmd)
+                results[name].append((wall, rss))
+        med = {n: (statistics.median(w for w, _ in r), max(m for _, m in r)) for n, r in results.items()}
+        size = os.path.getsize(path) / 2**20
+        rows.append((label, size, med))
+
+    print(f"\n{args.rows:,} rows, {args.threads} threads, median of {args.runs} alternating runs; peak RSS is the max over runs\n")
+    print("| input | size | dlqf | dlqf RSS | DuckDB | DuckDB RSS | dlqf / DuckDB | wc -l |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, size, med in rows:
+        d, k = med["dlqf"], med["duckdb"]
+        wc = f"{med['wc -l'][0]:.2f} s" if "wc -l" in med else ""
+        print(f"| {label} | {size:,.0f} MiB | {d[0]:.2f} s | {d[1]:.0f} MiB | {k[0]:.2f} s | {k[1]:.0f} MiB | {d[0] / k[0]:.2f}x | {wc} |")
+
+
+if __name__ == "__main__":
+    main()
