@@ -7,6 +7,11 @@ fn good(id: &str) -> String {
     vision_line(id, "inference", "timeout", "det-v8.0", "2026-10-01T00:00:00Z", 1)
 }
 
+/// The line numbers of the rejected rows named on stderr for one input.
+fn named_lines(stderr: &str, prefix: &str) -> Vec<u64> {
+    stderr.lines().filter_map(|l| l.strip_prefix(prefix)).map(|l| l.split(':').next().unwrap().parse().unwrap()).collect()
+}
+
 #[test]
 fn malformed_rows_are_counted_and_named_with_line_numbers() {
     let dir = Dir::new();
@@ -62,13 +67,7 @@ fn line_numbers_stay_right_across_chunks_and_many_rejects_are_all_counted() {
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["rejected"], broken.len());
     assert_eq!(report["total"], 90_000 - broken.len() as u64);
-    let named: Vec<u64> = run
-        .stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("big.jsonl:"))
-        .map(|l| l.split(':').next().unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(named, broken);
+    assert_eq!(named_lines(&run.stderr, "big.jsonl:"), broken);
 }
 
 #[test]
@@ -80,12 +79,7 @@ fn parquet_rows_with_nulls_are_rejected_with_row_numbers() {
     let rejected = report["rejected"].as_u64().unwrap();
     assert!(rejected > 50 && rejected < 160, "about 5% of 2000: {rejected}");
     assert_eq!(report["total"].as_u64().unwrap() + rejected, 2000);
-    let named: Vec<u64> = run
-        .stderr
-        .lines()
-        .filter_map(|l| l.strip_prefix("dlq.parquet:"))
-        .map(|l| l.split(':').next().unwrap().parse().unwrap())
-        .collect();
+    let named = named_lines(&run.stderr, "dlq.parquet:");
     assert_eq!(named.len(), 10);
     assert!(named.windows(2).all(|w| w[0] < w[1]), "{named:?}");
 }

@@ -4,7 +4,9 @@
 use serde_json::{json, Value};
 
 use super::write::ColumnKind::{self, Int, Json, Str};
-use super::{drift, pick, render_time, zipf_cumulative, Generator, Rng};
+use super::{drift, Shape, pick, render_time, zipf_cumulative, Generator, Rng};
+
+const SHAPE: Shape = Shape { columns: COLUMNS, required: 1, time: 12, attempts: 13 };
 
 const COLUMNS: &[(&str, ColumnKind)] = &[
     ("id", Str),
@@ -54,17 +56,8 @@ impl Envelope {
 }
 
 impl Generator for Envelope {
-    fn columns(&self) -> &[(&'static str, ColumnKind)] {
-        COLUMNS
-    }
-    fn required_column(&self) -> usize {
-        1
-    }
-    fn time_column(&self) -> usize {
-        12
-    }
-    fn attempts_column(&self) -> usize {
-        13
+    fn shape(&self) -> &Shape {
+        &SHAPE
     }
 
     fn row(&self, rng: &mut Rng) -> Vec<Value> {

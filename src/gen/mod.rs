@@ -52,13 +52,17 @@ pub struct GenRow {
     pub broken: Option<Breakage>,
 }
 
-/// A row generator for one profile: a fixed column list and a pure function of the row index.
+/// A dump's columns, and which of them a broken row nulls, drops or retypes.
+pub struct Shape {
+    pub columns: &'static [(&'static str, write::ColumnKind)],
+    pub required: usize,
+    pub time: usize,
+    pub attempts: usize,
+}
+
+/// A row generator for one profile: a fixed shape and a pure function of the row's stream.
 pub trait Generator: Sync {
-    fn columns(&self) -> &[(&'static str, write::ColumnKind)];
-    /// Which columns a broken row nulls, drops or retypes.
-    fn required_column(&self) -> usize;
-    fn time_column(&self) -> usize;
-    fn attempts_column(&self) -> usize;
+    fn shape(&self) -> &Shape;
     fn row(&self, rng: &mut Rng) -> Vec<Value>;
 }
 

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::write::ColumnKind::{self, Int, Str};
-use super::{drift, pick, render_time, zipf_cumulative, Generator, Rng};
+use super::{drift, Shape, pick, render_time, zipf_cumulative, Generator, Rng};
 
 /// (stage, reject_reason, registry_revision, active from, active until) as fractions of the span.
 const CAUSES: &[(&str, &str, &str, f64, f64)] = &[
@@ -29,6 +29,8 @@ const STORES: &[&str] = &[
     "store-0001", "store-0002", "store-0017", "store-0042", "store-0108", "store-0233", "zürich-hb-03",
     "東京-渋谷-07", "são-paulo-12", "store-0512", "store-0777", "kraków-01",
 ];
+
+const SHAPE: Shape = Shape { columns: COLUMNS, required: 5, time: 8, attempts: 9 };
 
 const COLUMNS: &[(&str, ColumnKind)] = &[
     ("capture_id", Str),
@@ -63,17 +65,8 @@ impl Vision {
 }
 
 impl Generator for Vision {
-    fn columns(&self) -> &[(&'static str, ColumnKind)] {
-        COLUMNS
-    }
-    fn required_column(&self) -> usize {
-        5
-    }
-    fn time_column(&self) -> usize {
-        8
-    }
-    fn attempts_column(&self) -> usize {
-        9
+    fn shape(&self) -> &Shape {
+        &SHAPE
     }
 
     fn row(&self, rng: &mut Rng) -> Vec<Value> {

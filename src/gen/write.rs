@@ -74,7 +74,7 @@ fn write_jsonl(options: &GenOptions, generator: &dyn Generator, file: File, path
 }
 
 fn json_line(generator: &dyn Generator, row: GenRow, out: &mut Vec<u8>) {
-    let columns = generator.columns();
+    let columns = generator.shape().columns;
     let mut values = row.values;
     let mut skip = None;
     match row.broken {
@@ -83,10 +83,10 @@ fn json_line(generator: &dyn Generator, row: GenRow, out: &mut Vec<u8>) {
             out.push(b'\n');
             return;
         }
-        Some(Breakage::WrongType) => values[generator.attempts_column()] = Value::String("three".into()),
-        Some(Breakage::MissingField) => skip = Some(generator.required_column()),
-        Some(Breakage::NullField) => values[generator.required_column()] = Value::Null,
-        Some(Breakage::BadTimestamp) => values[generator.time_column()] = Value::String("yesterday".into()),
+        Some(Breakage::WrongType) => values[generator.shape().attempts] = Value::String("three".into()),
+        Some(Breakage::MissingField) => skip = Some(generator.shape().required),
+        Some(Breakage::NullField) => values[generator.shape().required] = Value::Null,
+        Some(Breakage::BadTimestamp) => values[generator.shape().time] = Value::String("yesterday".into()),
         Some(Breakage::Truncated) | None => {}
     }
     let mut object = serde_json::Map::new();
@@ -109,7 +109,7 @@ fn json_line(generator: &dyn Generator, row: GenRow, out: &mut Vec<u8>) {
 }
 
 fn write_parquet(options: &GenOptions, generator: &dyn Generator, file: File) -> Result<()> {
-    let columns = generator.columns();
+    let columns = generator.shape().columns;
     let schema: Schema = columns
         .iter()
         .map(|(name, kind)| Field::new((*name).into(), if *kind == ColumnKind::Int { DataType::Int64 } else { DataType::String }))
@@ -137,7 +137,7 @@ fn write_parquet(options: &GenOptions, generator: &dyn Generator, file: File) ->
 /// Parquet cannot hold broken syntax or a string in an integer column: there a broken row
 /// has a null required field or an unreadable timestamp instead.
 fn frame(generator: &dyn Generator, rows: Vec<GenRow>) -> Result<DataFrame> {
-    let columns = generator.columns();
+    let columns = generator.shape().columns;
     let height = rows.len();
     let mut text: Vec<Vec<Option<String>>> = vec![Vec::with_capacity(height); columns.len()];
     let mut ints: Vec<Vec<Option<i64>>> = vec![Vec::with_capacity(height); columns.len()];
@@ -145,10 +145,10 @@ fn frame(generator: &dyn Generator, rows: Vec<GenRow>) -> Result<DataFrame> {
         let mut values = row.values;
         match row.broken {
             Some(Breakage::Truncated | Breakage::NotAnObject | Breakage::MissingField | Breakage::NullField) => {
-                values[generator.required_column()] = Value::Null
+                values[generator.shape().required] = Value::Null
             }
             Some(Breakage::WrongType | Breakage::BadTimestamp) => {
-                values[generator.time_column()] = Value::String("yesterday".into())
+                values[generator.shape().time] = Value::String("yesterday".into())
             }
             None => {}
         }
