@@ -1,14 +1,11 @@
 //! JSON-lines scanning: the stream is cut into large newline-aligned chunks that are parsed in
 //! parallel, reading only the profile's fields; line numbers are restored in chunk order.
 
-use std::borrow::Cow;
-use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 
 use anyhow::{Context, Result};
 use rayon::iter::{ParallelBridge, ParallelIterator};
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::{Accumulator, Compression, Input, LocalTally, Location, Scan, Tally};
 use crate::signature::Cell;
@@ -97,106 +94,8 @@ fn parse_chunk<A: Accumulator>(scan: &Scan, index: usize, bytes: &[u8], acc: &mu
 
 /// Parses one line as a JSON object, keeping only the fields named in `names`.
 fn parse_line<'a>(line: &'a [u8], names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
-    let first = line.iter().find(|b| !b.is_ascii_whitespace()).copied().unwrap_or(b'{');
-    if first != b'{' {
-        let kind = match first {
-            b'[' => "an array",
-            b'"' => "a string",
-            b'-' | b'0'..=b'9' => "a number",
-            b't' | b'f' => "a boolean",
-            b'n' => "null",
-            _ => "something that is not JSON",
-        };
-        return Err(format!("expected a JSON object, got {kind}"));
-    }
-    let mut de = serde_json::Deserializer::from_slice(line);
-    FieldPicker { names, cells }.deserialize(&mut de).map_err(json_reason)?;
-    de.end().map_err(json_reason)
-}
-
-fn json_reason(e: serde_json::Error) -> String {
-    let msg = e.to_string();
-    let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-    format!("invalid JSON: {msg} at column {}", e.column())
-}
-
-struct FieldPicker<'n, 'c, 'a> {
-    names: &'n [String],
-    cells: &'c mut [Cell<'a>],
-}
-
-impl<'de> DeserializeSeed<'de> for FieldPicker<'_, '_, 'de> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FieldPicker<'_, '_, 'de> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match self.names.iter().position(|n| *n == key) {
-                Some(i) => self.cells[i] = map.next_value::<CellValue>()?.0,
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-struct CellValue<'a>(Cell<'a>);
-
-impl<'de> de::Deserialize<'de> for CellValue<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(CellVisitor)
-    }
-}
-
-struct CellVisitor;
-
-impl<'de> Visitor<'de> for CellVisitor {
-    type Value = CellValue<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(CellValue(Cell::Str(Cow::Borrowed(v))))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(CellValue(Cell::Str(Cow::Owned(v.to_string()))))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(CellValue(Cell::Str(Cow::Owned(v))))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok(CellValue(Cell::Int(v)))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok(CellValue(i64::try_from(v).map(Cell::Int).unwrap_or(Cell::Float(v as f64))))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(CellValue(Cell::Float(v)))
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok(CellValue(Cell::Bool(v)))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(CellValue(Cell::Null))
-    }
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(CellValue(Cell::Nested("object")))
-    }
-    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<Self::Value, S::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(CellValue(Cell::Nested("array")))
-    }
+    let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8 at column {}", e.valid_up_to() + 1))?;
+    super::json_fields::pick_fields(text, names, cells)
 }
 
 /// Newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order.
@@ -285,10 +184,8 @@ mod tests {
         let mut cells = vec![Cell::Missing; 1];
         let err = parse_line(br#"{"a":"x""#, &names, &mut cells).unwrap_err();
         assert!(err.starts_with("invalid JSON: EOF while parsing"), "{err}");
-        let err = parse_line(br#"[1,2]"#, &names, &mut cells).unwrap_err();
-        assert_eq!(err, "expected a JSON object, got an array");
-        let err = parse_line(br#"{"a":1} trailing"#, &names, &mut cells).unwrap_err();
-        assert!(err.contains("trailing characters"), "{err}");
+        let err = parse_line(b"{\"a\":\"\xff\"}", &names, &mut cells).unwrap_err();
+        assert_eq!(err, "invalid UTF-8 at column 7");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Where records come from: resolves the user's input arguments to concrete inputs and scans
 //! them in parallel into an accumulator, counting and naming every row it cannot read.
 
+mod json_fields;
 mod jsonl;
 mod local;
 mod parquet;
