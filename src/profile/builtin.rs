@@ -19,6 +19,7 @@ pub fn vision() -> Profile {
             field("registry_revision", Normalizer::Trim),
         ],
         key_fields: vec!["stage".into(), "registry_revision".into()],
+        revision_field: Some("registry_revision".into()),
         reason_field: Some("reject_reason".into()),
     }
 }
@@ -43,7 +44,8 @@ pub fn envelope() -> Profile {
             field("error_type", Normalizer::Trim),
             field("error_message", Normalizer::Template),
         ],
-        key_fields: vec!["original_topic".into(), "error_type".into()],
+        key_fields: vec!["original_topic".into(), "consumer_version".into()],
+        revision_field: Some("consumer_version".into()),
         reason_field: Some("error_type".into()),
     }
 }

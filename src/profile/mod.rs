@@ -60,8 +60,11 @@ pub struct Profile {
     pub time_field: String,
     pub attempts_field: Option<String>,
     pub signature: Vec<SignatureField>,
-    /// Fields whose normalised values, with the id, make the idempotency key.
+    /// Fields whose values, after the id, make the idempotency key `sha256(id|f1|f2…)`;
+    /// signature fields count with their normalised value, others trimmed.
     pub key_fields: Vec<String>,
+    /// The key field a policy's `replay_revision` replaces (the revision the work runs under).
+    pub revision_field: Option<String>,
     /// The signature field holding the failure reason (what `cleared_reasons` matches).
     pub reason_field: Option<String>,
 }
@@ -90,6 +93,7 @@ struct ProfileFile {
     attempts: Option<String>,
     signature: Vec<SignatureFile>,
     idempotency_key: Option<Vec<String>>,
+    revision: Option<String>,
     reason: Option<String>,
 }
 
@@ -156,6 +160,7 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
         attempts_field: file.attempts,
         signature,
         key_fields,
+        revision_field: file.revision,
         reason_field: file.reason,
     })
 }

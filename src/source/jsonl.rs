@@ -17,16 +17,7 @@ where
     A: Accumulator,
     F: Fn() -> A + Sync,
 {
-    let raw: Box<dyn Read + Send> = match &input.location {
-        Location::Stdin => Box::new(io::stdin()),
-        Location::Path(p) => Box::new(File::open(p).with_context(|| format!("{}: cannot open", input.display))?),
-    };
-    let reader: Box<dyn Read + Send> = match compression {
-        Compression::None => raw,
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, raw))),
-        Compression::Zstd => Box::new(zstd::Decoder::new(raw).with_context(|| format!("{}: not a zstd stream", input.display))?),
-    };
-    let chunks = Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES };
+    let chunks = open_chunks(input, compression)?;
 
     let folded = chunks
         .par_bridge()
@@ -59,6 +50,40 @@ where
     Ok((acc, tally))
 }
 
+/// The input's bytes, decompressed, as numbered newline-aligned chunks.
+pub(super) fn open_chunks(input: &Input, compression: Compression) -> Result<Chunks> {
+    let raw: Box<dyn Read + Send> = match &input.location {
+        Location::Stdin => Box::new(io::stdin()),
+        Location::Path(p) => Box::new(File::open(p).with_context(|| format!("{}: cannot open", input.display))?),
+    };
+    let reader: Box<dyn Read + Send> = match compression {
+        Compression::None => raw,
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, raw))),
+        Compression::Zstd => Box::new(zstd::Decoder::new(raw).with_context(|| format!("{}: not a zstd stream", input.display))?),
+    };
+    Ok(Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES })
+}
+
+/// The lines of a chunk with their 1-based numbers within it; blank lines are skipped but
+/// counted. Returns the number of lines.
+pub(super) fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> u64 {
+    let mut line_no = 0u64;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let mut line = &rest[..end];
+        rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
+        line_no += 1;
+        if let [head @ .., b'\r'] = line {
+            line = head;
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            f(line_no, line);
+        }
+    }
+    line_no
+}
+
 struct ChunkMeta {
     index: usize,
     lines: u64,
@@ -70,36 +95,24 @@ fn parse_chunk<A: Accumulator>(scan: &Scan, index: usize, bytes: &[u8], acc: &mu
     let mut cells: Vec<Cell> = vec![Cell::Missing; names.len()];
     let mut key = Vec::with_capacity(128);
     let mut tally = LocalTally::default();
-    let mut line_no = 0u64;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-        let mut line = &rest[..end];
-        rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
-        line_no += 1;
-        if let [head @ .., b'\r'] = line {
-            line = head;
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    let lines = for_each_line(bytes, |line_no, line| {
         cells.iter_mut().for_each(|c| *c = Cell::Missing);
         match parse_line(line, names, &mut cells) {
             Ok(()) => scan.take_row(&cells, &mut key, acc, &mut tally, line_no),
             Err(reason) => tally.reject(line_no, reason),
         }
-    }
-    ChunkMeta { index, lines: line_no, tally }
+    });
+    ChunkMeta { index, lines, tally }
 }
 
 /// Parses one line as a JSON object, keeping only the fields named in `names`.
-fn parse_line<'a>(line: &'a [u8], names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
+pub(super) fn parse_line<'a>(line: &'a [u8], names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
     let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8 at column {}", e.valid_up_to() + 1))?;
     super::json_fields::pick_fields(text, names, cells)
 }
 
 /// Newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order.
-struct Chunks {
+pub(super) struct Chunks {
     reader: Box<dyn Read + Send>,
     carry: Vec<u8>,
     index: usize,

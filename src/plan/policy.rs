@@ -1,0 +1,147 @@
+//! The replay policy an operator writes: which causes are fixed (cleared) and how many
+//! attempts make a message poison. An empty allow-list clears nothing.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::Decision;
+use crate::signature::Signature;
+
+pub const DEFAULT_MAX_ATTEMPTS: i64 = 3;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: i64,
+    /// Reasons (the profile's reason field, compared trimmed and lowercased) whose root cause
+    /// is fixed.
+    #[serde(default)]
+    pub cleared_reasons: Vec<String>,
+    /// Signatures whose root cause is fixed; a listed field must equal the normalised value,
+    /// unlisted fields match anything.
+    #[serde(default)]
+    pub cleared_signatures: Vec<toml::Table>,
+    /// Replay everything that is not poisoned by attempts. Must be said explicitly.
+    #[serde(default)]
+    pub clear_all: bool,
+    /// The revision the work will be reprocessed under; it replaces the message's revision in
+    /// the idempotency key.
+    #[serde(default)]
+    pub replay_revision: Option<String>,
+    #[serde(default)]
+    pub filter: Filter,
+}
+
+/// Which messages the manifest covers at all.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// Only messages whose signature has these normalised values.
+    pub signature: Option<toml::Table>,
+}
+
+fn default_max_attempts() -> i64 {
+    DEFAULT_MAX_ATTEMPTS
+}
+
+impl Policy {
+    pub fn load(path: &Path) -> Result<Policy> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read policy", path.display()))?;
+        Self::parse(&text).with_context(|| format!("policy {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Policy> {
+        let mut policy: Policy = toml::from_str(text)?;
+        if policy.max_attempts < 1 {
+            bail!("max_attempts must be at least 1");
+        }
+        policy.cleared_reasons = policy.cleared_reasons.iter().map(|r| r.trim().to_lowercase()).collect();
+        for table in policy.cleared_signatures.iter().chain(policy.filter.signature.iter()) {
+            for (field, value) in table {
+                if !value.is_str() {
+                    bail!("signature field `{field}` must be a string");
+                }
+            }
+        }
+        Ok(policy)
+    }
+
+    /// The gate, in order: attempts, then the allow-lists.
+    pub fn decide(&self, attempts: i64, reason: Option<&str>, signature: &Signature) -> Decision {
+        if attempts >= self.max_attempts {
+            return Decision::PoisonAttempts;
+        }
+        let reason_cleared = reason.is_some_and(|r| self.cleared_reasons.iter().any(|c| *c == r.trim().to_lowercase()));
+        let signature_cleared = self.cleared_signatures.iter().any(|t| matches(t, signature));
+        if self.clear_all || reason_cleared || signature_cleared {
+            Decision::Replay
+        } else {
+            Decision::PoisonUncleared
+        }
+    }
+
+    pub fn selects(&self, signature: &Signature) -> bool {
+        self.filter.signature.as_ref().is_none_or(|t| matches(t, signature))
+    }
+
+    /// Checks that every field the policy names is a signature field, so a typo cannot
+    /// silently clear nothing (or everything).
+    pub fn check_fields(&self, signature_fields: &[String]) -> Result<()> {
+        for table in self.cleared_signatures.iter().chain(self.filter.signature.iter()) {
+            for field in table.keys() {
+                if !signature_fields.contains(field) {
+                    bail!("policy names signature field `{field}`, which the profile does not have (fields: {})", signature_fields.join(", "));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn matches(table: &toml::Table, signature: &Signature) -> bool {
+    table.iter().all(|(field, want)| signature.get(field).is_some_and(|have| Some(have) == want.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(stage: &str, reason: &str) -> Signature {
+        Signature(vec![("stage".into(), stage.into()), ("reject_reason".into(), reason.into()), ("registry_revision".into(), "det-v8".into())])
+    }
+
+    #[test]
+    fn an_empty_allow_list_clears_nothing() {
+        let p = Policy::parse("").unwrap();
+        assert_eq!(p.max_attempts, 3);
+        assert_eq!(p.decide(0, Some("timeout"), &sig("inference", "timeout")), Decision::PoisonUncleared);
+        let all = Policy::parse("clear_all = true").unwrap();
+        assert_eq!(all.decide(0, Some("timeout"), &sig("inference", "timeout")), Decision::Replay);
+        assert_eq!(all.decide(3, Some("timeout"), &sig("inference", "timeout")), Decision::PoisonAttempts);
+    }
+
+    #[test]
+    fn attempts_come_first_then_reasons_or_signatures() {
+        let p = Policy::parse(
+            "max_attempts = 2\ncleared_reasons = [' Timeout ']\ncleared_signatures = [{stage = 'ingestion', reject_reason = 'schema_invalid'}]",
+        )
+        .unwrap();
+        assert_eq!(p.decide(2, Some("timeout"), &sig("inference", "timeout")), Decision::PoisonAttempts);
+        assert_eq!(p.decide(1, Some("Timeout"), &sig("inference", "timeout")), Decision::Replay);
+        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("ingestion", "schema_invalid")), Decision::Replay);
+        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("inference", "schema_invalid")), Decision::PoisonUncleared);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        assert!(Policy::parse("max_atempts = 3").is_err());
+        let p = Policy::parse("cleared_signatures = [{reason = 'x'}]").unwrap();
+        let err = p.check_fields(&["stage".into(), "reject_reason".into()]).unwrap_err();
+        assert!(err.to_string().contains("`reason`"), "{err}");
+    }
+}
