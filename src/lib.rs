@@ -6,6 +6,8 @@
 
 pub mod analyze;
 pub mod gen;
+pub mod manifest;
+pub mod plan;
 pub mod profile;
 pub mod report;
 pub mod signature;

@@ -84,6 +84,9 @@ pub struct Header {
     pub profile: String,
     pub inputs: Vec<InputStamp>,
     pub policy: Value,
+    /// The repairs applied at plan time (`--fix`), if any.
+    #[serde(default)]
+    pub fixes: Value,
     pub counts: DecisionCounts,
     pub rejected: u64,
     pub entries: u64,

@@ -93,15 +93,15 @@ impl InputArgs {
         Ok(window)
     }
 
-    /// Resolves the inputs, scans them through the profile, reports rejected rows on stderr
-    /// and enforces --strict.
-    pub fn load<A, F>(&self, make: F) -> Result<Loaded<A>>
-    where
-        A: Accumulator,
-        F: Fn() -> A + Sync,
-    {
+    /// Resolves the profile, the time window (narrowed by `extra`) and the inputs.
+    pub fn prepare(&self, extra: Window) -> Result<Prepared> {
         let profile = Profile::load(&self.profile)?;
-        let window = self.window()?;
+        let mut window = self.window()?;
+        window.since = window.since.max(extra.since);
+        window.until = match (window.until, extra.until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let inputs = source::resolve_inputs(&self.inputs)?;
         if inputs.is_empty() {
             eprintln!("dlqf: warning: no dump files found in {}", self.inputs.join(" "));
@@ -109,12 +109,44 @@ impl InputArgs {
         let layout = Layout::new(&profile);
         let total_bytes: u64 = inputs.iter().filter_map(|i: &Input| i.size).sum();
         let progress = Progress::for_bytes(total_bytes, !self.no_progress);
-        let (acc, tally) = Scan { layout: &layout, window, progress: &progress }.run(&inputs, make)?;
-        report_rejects(&tally);
+        Ok(Prepared { profile, layout, inputs, window, progress, strict: self.strict })
+    }
+
+    /// Scans the inputs through the profile into one accumulator, reporting rejected rows.
+    pub fn load<A, F>(&self, make: F) -> Result<Loaded<A>>
+    where
+        A: Accumulator,
+        F: Fn() -> A + Sync,
+    {
+        let prepared = self.prepare(Window::default())?;
+        let (acc, tally) = prepared.scan().run(&prepared.inputs, make)?;
+        prepared.check_rejects(&tally)?;
+        let Prepared { profile, layout, .. } = prepared;
+        Ok(Loaded { profile, layout, acc, tally })
+    }
+}
+
+pub struct Prepared {
+    pub profile: Profile,
+    pub layout: Layout,
+    pub inputs: Vec<Input>,
+    pub window: Window,
+    pub progress: Progress,
+    strict: bool,
+}
+
+impl Prepared {
+    pub fn scan(&self) -> Scan<'_> {
+        Scan { layout: &self.layout, window: self.window, progress: &self.progress }
+    }
+
+    /// Names the first rejected rows on stderr; under --strict any of them is an error.
+    pub fn check_rejects(&self, tally: &Tally) -> Result<()> {
+        report_rejects(tally);
         if self.strict && tally.rejected > 0 {
             bail!("{} rows could not be read (--strict)", tally.rejected);
         }
-        Ok(Loaded { profile, layout, acc, tally })
+        Ok(())
     }
 }
 

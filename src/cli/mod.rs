@@ -3,7 +3,9 @@
 
 mod gen;
 mod inputs;
+mod plan;
 mod rank;
+mod show;
 
 use std::process::ExitCode;
 
@@ -53,6 +55,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Rank(rank::Args),
+    Plan(plan::Args),
+    Show(show::Args),
     Gen(gen::Args),
 }
 
@@ -68,6 +72,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Rank(args) => rank::run(args),
+        Command::Plan(args) => plan::run(args),
+        Command::Show(args) => show::run(args),
         Command::Gen(args) => gen::run(args),
     }
 }

@@ -6,6 +6,7 @@ mod jsonl;
 mod local;
 mod parquet;
 mod progress;
+mod records;
 
 use std::path::PathBuf;
 
@@ -13,6 +14,7 @@ use anyhow::Result;
 
 pub use local::resolve_inputs;
 pub use progress::Progress;
+pub use records::FullRow;
 
 use crate::signature::{Layout, RowFacts};
 

@@ -63,7 +63,7 @@ where
 }
 
 /// A column converted to one of the few physical shapes the profile can interpret.
-enum Column {
+pub(super) enum Column {
     Missing,
     Null,
     Str(StringChunked),
@@ -76,7 +76,7 @@ enum Column {
 }
 
 impl Column {
-    fn from_frame(df: &DataFrame, name: &str) -> Result<Column> {
+    pub(super) fn from_frame(df: &DataFrame, name: &str) -> Result<Column> {
         let Some(col) = df.column(name).ok() else {
             return Ok(Column::Missing);
         };
@@ -102,7 +102,7 @@ impl Column {
         })
     }
 
-    fn cell(&self, i: usize) -> Cell<'_> {
+    pub(super) fn cell(&self, i: usize) -> Cell<'_> {
         let or_null = |v: Option<Cell<'static>>| v.unwrap_or(Cell::Null);
         match self {
             Column::Missing => Cell::Missing,

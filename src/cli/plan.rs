@@ -1,0 +1,141 @@
+//! `dlqf plan`: write a replay manifest for review.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use dlqf::manifest::{self, Header, InputStamp, Sealer};
+use dlqf::plan::fix::Fixes;
+use dlqf::plan::policy::Policy;
+use dlqf::plan::summary::Review;
+use dlqf::plan::Planner;
+use dlqf::source::{Input, Location, Window};
+use dlqf::timestamp;
+
+use super::inputs::InputArgs;
+use super::show::SummaryFormat;
+use super::UsageError;
+
+/// Write a replay manifest for review: every message with its idempotency key and the gate's
+/// decision (replay, poison_attempts, poison_uncleared), sealed by a SHA-256 digest.
+///
+/// The same inputs and policy give the same entries, byte for byte. Review it with
+/// `dlqf show`, then run it with `dlqf execute --expect-digest <digest>`.
+///
+/// Policy (TOML): max_attempts = 3, cleared_reasons = ["timeout"], cleared_signatures =
+/// [{stage = "ingestion", reject_reason = "schema_invalid"}], clear_all = false,
+/// replay_revision = "det-v8.3", [filter] since/until/signature. An empty allow-list clears
+/// nothing.
+///
+/// Examples:
+///   dlqf plan dumps/ --policy policy.toml -o manifest.jsonl
+///   dlqf plan dumps/ --policy policy.toml --fix fixes.toml -o manifest.jsonl
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(flatten)]
+    input: InputArgs,
+
+    /// The replay policy (TOML).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+
+    /// Repairs to apply per signature (TOML or JSON): set, remove, merge_patch.
+    #[arg(long, value_name = "FILE")]
+    fix: Option<PathBuf>,
+
+    /// Where to write the manifest (JSON-lines).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: PathBuf,
+
+    /// Format of the review summary printed on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    format: SummaryFormat,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let policy = Policy::load(&args.policy).map_err(|e| UsageError(format!("{e:#}")))?;
+    let fixes = match &args.fix {
+        Some(path) => Fixes::load(path).map_err(|e| UsageError(format!("{e:#}")))?,
+        None => Fixes::default(),
+    };
+    let now = timestamp::now_micros();
+    let bound = |v: &Option<String>| v.as_deref().map(|t| timestamp::parse_bound(t, now)).transpose().map_err(UsageError);
+    let filter_window = Window { since: bound(&policy.filter.since)?, until: bound(&policy.filter.until)? };
+    let prepared = args.input.prepare(filter_window)?;
+    let signature_fields = prepared.profile.signature_names();
+    policy.check_fields(&signature_fields).map_err(|e| UsageError(format!("policy: {e:#}")))?;
+    let planner = Planner { profile: &prepared.profile, layout: &prepared.layout, policy: &policy, fixes: &fixes, signature_fields };
+
+    let dir = args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let entries = TempPath(dir.join(format!(".dlqf-entries-{}.tmp", std::process::id())));
+    let mut writer = BufWriter::with_capacity(1 << 20, File::create(&entries.0).with_context(|| format!("{}: cannot create", entries.0.display()))?);
+    let mut sealer = Sealer::default();
+    let mut review = Review::default();
+    let tally = prepared.scan().records(
+        &prepared.inputs,
+        |row| planner.entry(row),
+        |entry| {
+            if let Some(entry) = entry {
+                review.add(&entry);
+                writer.write_all(&sealer.line(&entry))?;
+            }
+            Ok(())
+        },
+    )?;
+    writer.flush()?;
+    drop(writer);
+    prepared.check_rejects(&tally)?;
+
+    let header = Header {
+        manifest: manifest::FORMAT.into(),
+        created_at: timestamp::format_micros(now - now % 1_000_000),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        profile: prepared.profile.name.clone(),
+        inputs: prepared.inputs.iter().map(stamp).collect(),
+        policy: serde_json::to_value(&policy)?,
+        fixes: if fixes.fix.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&fixes)? },
+        counts: sealer.counts.clone(),
+        rejected: tally.rejected,
+        entries: sealer.entries,
+        entries_sha256: String::new(),
+    };
+    let header = Header { entries_sha256: sealer.digest(), ..header };
+    let out_tmp = dir.join(format!(".{}.tmp", args.output.file_name().unwrap_or_default().to_string_lossy()));
+    {
+        let mut out = BufWriter::new(File::create(&out_tmp).with_context(|| format!("{}: cannot create", out_tmp.display()))?);
+        serde_json::to_writer(&mut out, &header)?;
+        out.write_all(b"\n")?;
+        std::io::copy(&mut File::open(&entries.0)?, &mut out)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    }
+    std::fs::rename(&out_tmp, &args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
+    let text = match args.format {
+        SummaryFormat::Table => review.table(&header),
+        SummaryFormat::Markdown => review.markdown(&header),
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stamp(input: &Input) -> InputStamp {
+    let modified = match &input.location {
+        Location::Path(p) => std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .map(|t| timestamp::format_micros(chrono::DateTime::<chrono::Utc>::from(t).timestamp_micros())),
+        Location::Stdin => None,
+    };
+    InputStamp { path: input.display.clone(), size: input.size, modified }
+}
+
+/// A temporary file, removed when dropped (also on error paths).
+struct TempPath(PathBuf);
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

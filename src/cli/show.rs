@@ -1,0 +1,41 @@
+//! `dlqf show`: the review summary of a manifest, after checking its digest.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use dlqf::manifest::Manifest;
+use dlqf::plan::summary::Review;
+
+/// Summarise a replay manifest for review: digest, counts per decision and per signature.
+///
+/// The manifest's entries are checked against its digest first; an altered or truncated
+/// manifest is an error.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The manifest written by `dlqf plan`.
+    manifest: PathBuf,
+
+    #[arg(long, value_enum, default_value = "table")]
+    format: SummaryFormat,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum SummaryFormat {
+    Table,
+    Markdown,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let manifest = Manifest::open_verified(&args.manifest)?;
+    let mut review = Review::default();
+    for entry in manifest.entries()? {
+        review.add(&entry?);
+    }
+    let text = match args.format {
+        SummaryFormat::Table => review.table(&manifest.header),
+        SummaryFormat::Markdown => review.markdown(&manifest.header),
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,88 @@
+//! `plan`: turns records into a replay manifest for review. Every message gets an idempotency
+//! key and a gate decision; the entries are written in input order and sealed by a digest.
+
+pub mod fix;
+pub mod policy;
+pub mod summary;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::manifest::Entry;
+use crate::profile::Profile;
+use crate::signature::{Layout, Signature};
+use crate::source::FullRow;
+use fix::Fixes;
+use policy::Policy;
+
+/// `sha256(id|part|part…)` as lowercase hex, first 16 characters (the seed's key).
+pub fn idempotency_key(id: &str, parts: &[&str]) -> String {
+    let mut text = String::from(id);
+    for p in parts {
+        text.push('|');
+        text.push_str(p);
+    }
+    let digest = Sha256::digest(text.as_bytes());
+    crate::manifest::hex(&digest[..8])
+}
+
+pub struct Planner<'a> {
+    pub profile: &'a Profile,
+    pub layout: &'a Layout,
+    pub policy: &'a Policy,
+    pub fixes: &'a Fixes,
+    pub signature_fields: Vec<String>,
+}
+
+impl Planner<'_> {
+    /// The manifest entry for one record, or None when the policy's filter leaves it out.
+    pub fn entry(&self, row: FullRow) -> Option<Entry> {
+        let values = self.layout.finish_signature(row.key);
+        let signature = Signature::new(&self.signature_fields, &values);
+        if !self.policy.selects(&signature) {
+            return None;
+        }
+        let reason = self.profile.reason_field.as_deref().and_then(|f| signature.get(f));
+        let decision = self.policy.decide(row.facts.attempts, reason, &signature);
+        let key = self.key(&row.facts.id, &signature, &row.record);
+        let mut record = row.record;
+        self.fixes.apply(&signature, &mut record);
+        Some(Entry { key, decision, signature, id: row.facts.id.into_owned(), attempts: row.facts.attempts, record: Value::Object(record) })
+    }
+
+    fn key(&self, id: &str, signature: &Signature, record: &Map<String, Value>) -> String {
+        let parts: Vec<String> = self
+            .profile
+            .key_fields
+            .iter()
+            .map(|field| {
+                if self.profile.revision_field.as_deref() == Some(field.as_str()) {
+                    if let Some(r) = &self.policy.replay_revision {
+                        return r.trim().to_string();
+                    }
+                }
+                if let Some(v) = signature.get(field) {
+                    return v.to_string();
+                }
+                match record.get(field) {
+                    Some(Value::String(s)) => s.trim().to_string(),
+                    Some(Value::Null) | None => String::new(),
+                    Some(other) => other.to_string(),
+                }
+            })
+            .collect();
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        idempotency_key(id, &refs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idempotency_key;
+
+    #[test]
+    fn key_is_the_first_16_hex_of_sha256_of_the_seed_string() {
+        // sha256("cap-1|inference|det-v8.0"), computed with coreutils' sha256sum.
+        assert_eq!(idempotency_key("cap-1", &["inference", "det-v8.0"]), "e5723547563bdd9f");
+    }
+}

@@ -1,0 +1,191 @@
+//! Whole records in input order, for tools that carry each message forward (`plan`). Pieces
+//! are parsed in parallel batches and handed on in order, so memory stays bounded.
+
+use std::fs::File;
+
+use anyhow::{Context, Result};
+use polars::prelude::{AnyValue, DataFrame, DataType, ParallelStrategy, ParquetReader, SerReader, TimeUnit};
+use rayon::prelude::*;
+use serde_json::{Map, Number, Value};
+
+use super::jsonl::{for_each_line, open_chunks, parse_line};
+use super::parquet::Column;
+use super::{Format, Input, LocalTally, Location, Scan, Tally};
+use crate::signature::{Cell, RowFacts};
+use crate::timestamp;
+
+/// An accepted row: its raw signature key, facts, and the full record as JSON.
+pub struct FullRow<'a> {
+    pub key: &'a [u8],
+    pub facts: RowFacts<'a>,
+    pub record: Map<String, Value>,
+}
+
+impl Scan<'_> {
+    /// Calls `map` on every accepted row (in parallel) and `sink` on the results in input
+    /// order: files as given, lines or rows in file order.
+    pub fn records<T, F, S>(&self, inputs: &[Input], map: F, mut sink: S) -> Result<Tally>
+    where
+        T: Send,
+        F: Fn(FullRow) -> T + Sync,
+        S: FnMut(T) -> Result<()>,
+    {
+        let mut tally = Tally::default();
+        let batch = rayon::current_num_threads().max(1) * 2;
+        for input in inputs {
+            match input.format {
+                Format::Jsonl(compression) => {
+                    let mut chunks = open_chunks(input, compression)?;
+                    let mut lines_before = 0;
+                    loop {
+                        let pieces: Vec<(usize, Vec<u8>)> =
+                            chunks.by_ref().take(batch).collect::<std::io::Result<_>>().with_context(|| format!("{}: read error", input.display))?;
+                        if pieces.is_empty() {
+                            break;
+                        }
+                        let done: Vec<_> = pieces.par_iter().map(|(_, bytes)| self.jsonl_piece(bytes, &map)).collect();
+                        for ((items, local, lines), (_, bytes)) in done.into_iter().zip(&pieces) {
+                            self.progress.advance(bytes.len() as u64);
+                            items.into_iter().try_for_each(&mut sink)?;
+                            tally.absorb(local.into_tally(&input.display, lines_before));
+                            lines_before += lines;
+                        }
+                    }
+                }
+                Format::Parquet => {
+                    let Location::Path(path) = &input.location else { unreachable!("parquet comes from files") };
+                    let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{}: cannot open", input.display))?);
+                    let metadata = reader.get_metadata().map_err(anyhow::Error::from).with_context(|| format!("{}: not a readable Parquet file", input.display))?.clone();
+                    let mut groups = Vec::new();
+                    let mut offset = 0;
+                    for rg in &metadata.row_groups {
+                        groups.push((offset, rg.num_rows(), rg.compressed_size() as u64));
+                        offset += rg.num_rows();
+                    }
+                    for window in groups.chunks(batch) {
+                        let done: Vec<Result<_>> = window
+                            .par_iter()
+                            .map(|&(offset, rows, _)| {
+                                let mut reader = ParquetReader::new(File::open(path)?)
+                                    .with_slice(Some((offset, rows)))
+                                    .read_parallel(ParallelStrategy::None);
+                                reader.set_metadata(metadata.clone());
+                                let df = reader.finish().map_err(anyhow::Error::from).with_context(|| format!("{}: corrupt row group at row {}", input.display, offset + 1))?;
+                                self.parquet_piece(&df, offset as u64, &map)
+                            })
+                            .collect();
+                        for (result, &(_, _, bytes)) in done.into_iter().zip(window) {
+                            let (items, local) = result?;
+                            self.progress.advance(bytes);
+                            items.into_iter().try_for_each(&mut sink)?;
+                            tally.absorb(local.into_tally(&input.display, 0));
+                        }
+                    }
+                }
+            }
+        }
+        self.progress.finish();
+        Ok(tally)
+    }
+
+    fn jsonl_piece<T, F: Fn(FullRow) -> T>(&self, bytes: &[u8], map: &F) -> (Vec<T>, LocalTally, u64) {
+        let names = &self.layout.columns;
+        let mut cells = vec![Cell::Missing; names.len()];
+        let mut key = Vec::new();
+        let mut tally = LocalTally::default();
+        let mut items = Vec::new();
+        let lines = for_each_line(bytes, |line_no, line| {
+            cells.iter_mut().for_each(|c| *c = Cell::Missing);
+            if let Err(reason) = parse_line(line, names, &mut cells) {
+                return tally.reject(line_no, reason);
+            }
+            match self.layout.extract(&cells, &mut key) {
+                Err(reason) => tally.reject(line_no, reason),
+                Ok(facts) if !self.window.contains(facts.time) => tally.outside_window += 1,
+                Ok(facts) => {
+                    let record = serde_json::from_slice::<Map<String, Value>>(line).expect("a line that parsed once parses again");
+                    tally.accepted += 1;
+                    items.push(map(FullRow { key: &key, facts, record }));
+                }
+            }
+        });
+        (items, tally, lines)
+    }
+
+    fn parquet_piece<T, F: Fn(FullRow) -> T>(&self, df: &DataFrame, offset: u64, map: &F) -> Result<(Vec<T>, LocalTally)> {
+        let wanted = self.layout.columns.iter().map(|name| Column::from_frame(df, name)).collect::<Result<Vec<_>>>()?;
+        let all: Vec<(String, polars::prelude::Series)> = df
+            .columns()
+            .iter()
+            .map(|c| {
+                let s = c.as_materialized_series();
+                let s = match s.dtype() {
+                    DataType::Categorical(..) | DataType::Enum(..) => s.cast(&DataType::String)?,
+                    _ => s.clone(),
+                };
+                Ok((c.name().to_string(), s))
+            })
+            .collect::<Result<_>>()?;
+        let mut key = Vec::new();
+        let mut cells = Vec::with_capacity(wanted.len());
+        let mut tally = LocalTally::default();
+        let mut items = Vec::new();
+        for i in 0..df.height() {
+            cells.clear();
+            cells.extend(wanted.iter().map(|c| c.cell(i)));
+            let line = offset + i as u64 + 1;
+            match self.layout.extract(&cells, &mut key) {
+                Err(reason) => tally.reject(line, reason),
+                Ok(facts) if !self.window.contains(facts.time) => tally.outside_window += 1,
+                Ok(facts) => {
+                    let mut record = Map::new();
+                    for (name, series) in &all {
+                        record.insert(name.clone(), to_json(series.get(i)?));
+                    }
+                    tally.accepted += 1;
+                    items.push(map(FullRow { key: &key, facts, record }));
+                }
+            }
+        }
+        Ok((items, tally))
+    }
+}
+
+/// A Parquet value as JSON: timestamps as RFC 3339 text, nested values as JSON.
+fn to_json(value: AnyValue) -> Value {
+    match value {
+        AnyValue::Null => Value::Null,
+        AnyValue::Boolean(b) => Value::Bool(b),
+        AnyValue::String(s) => Value::String(s.to_string()),
+        AnyValue::StringOwned(s) => Value::String(s.to_string()),
+        AnyValue::UInt8(v) => v.into(),
+        AnyValue::UInt16(v) => v.into(),
+        AnyValue::UInt32(v) => v.into(),
+        AnyValue::UInt64(v) => v.into(),
+        AnyValue::Int8(v) => v.into(),
+        AnyValue::Int16(v) => v.into(),
+        AnyValue::Int32(v) => v.into(),
+        AnyValue::Int64(v) => v.into(),
+        AnyValue::Float32(v) => Number::from_f64(v.into()).map(Value::Number).unwrap_or(Value::Null),
+        AnyValue::Float64(v) => Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null),
+        AnyValue::Date(days) => Value::String(timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10].to_string()),
+        AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
+            let micros = match unit {
+                TimeUnit::Nanoseconds => v.div_euclid(1000),
+                TimeUnit::Microseconds => v,
+                TimeUnit::Milliseconds => v * 1000,
+            };
+            Value::String(timestamp::format_micros(micros))
+        }
+        AnyValue::List(series) => Value::Array(series.iter().map(to_json).collect()),
+        av @ AnyValue::Struct(..) => {
+            let AnyValue::Struct(_, _, fields) = av else { unreachable!() };
+            let mut map = Map::new();
+            for (field, v) in fields.iter().zip(av._iter_struct_av()) {
+                map.insert(field.name().to_string(), to_json(v));
+            }
+            Value::Object(map)
+        }
+        other => Value::String(other.to_string()),
+    }
+}
