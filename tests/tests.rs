@@ -1,5 +1,6 @@
 //! Integration tests through the dlqf binary, grouped by topic.
 
+mod stage;
 mod util;
 
 mod bad_input;
@@ -8,3 +9,5 @@ mod gen;
 mod inputs;
 mod profiles;
 mod rank;
+mod replay;
+mod targets;

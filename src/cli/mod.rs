@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own file, starting with its
 //! flags and help; the work itself is done by the library.
 
+mod execute;
 mod gen;
 mod inputs;
 mod plan;
@@ -57,6 +58,7 @@ enum Command {
     Rank(rank::Args),
     Plan(plan::Args),
     Show(show::Args),
+    Execute(execute::Args),
     Gen(gen::Args),
 }
 
@@ -74,6 +76,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Rank(args) => rank::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Show(args) => show::run(args),
+        Command::Execute(args) => execute::run(args),
         Command::Gen(args) => gen::run(args),
     }
 }

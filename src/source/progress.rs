@@ -26,6 +26,16 @@ impl Progress {
         Progress { bar: Some(bar) }
     }
 
+    /// A bar over `total` items (entries, messages).
+    pub fn for_count(total: u64, enabled: bool) -> Progress {
+        if !enabled || !std::io::stderr().is_terminal() {
+            return Progress::hidden();
+        }
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, {eta})").expect("valid template"));
+        Progress { bar: Some(bar) }
+    }
+
     pub fn advance(&self, bytes: u64) {
         if let Some(bar) = &self.bar {
             bar.inc(bytes);

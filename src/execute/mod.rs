@@ -1,0 +1,291 @@
+//! `execute`: replays exactly a reviewed manifest. Each key is claimed in the durable ledger
+//! before any side effect and marked done after, so reruns and crashes never duplicate work
+//! beyond the entries in flight; poison entries go to the quarantine once.
+
+pub mod ledger;
+pub mod quarantine;
+pub mod target;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::manifest::{Decision, Entry, Manifest};
+use crate::source::Progress;
+use ledger::{Claim, Ledger, Purpose};
+use quarantine::Sink;
+use target::{Delivery, Target};
+
+pub const REPORT_ID: &str = "dlqf.execute/1";
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcomes {
+    pub replayed: u64,
+    pub skipped_idempotent: u64,
+    pub poison_attempts: u64,
+    pub poison_uncleared: u64,
+    pub replay_failed: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecuteReport {
+    pub report: String,
+    pub manifest: String,
+    pub outcomes: Outcomes,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Replayed,
+    Skipped,
+    PoisonAttempts,
+    PoisonUncleared,
+    Failed,
+    /// Another executor holds the key: try again later.
+    Deferred,
+}
+
+pub struct Options {
+    pub concurrency: usize,
+    /// Messages per second, at most.
+    pub rate: Option<f64>,
+    pub max_failure_ratio: f64,
+    /// Attempts before the storm guard may stop the run.
+    pub guard_after: u64,
+}
+
+/// How a run ended.
+pub struct Run {
+    pub report: ExecuteReport,
+    /// Why the storm guard stopped the run, if it did.
+    pub stopped: Option<String>,
+}
+
+struct Shared<'a> {
+    ledger: &'a Ledger,
+    target: &'a dyn Target,
+    quarantine: &'a dyn Sink,
+    manifest: String,
+    max_attempts: i64,
+    options: &'a Options,
+    next_slot: Mutex<Instant>,
+    attempts: AtomicU64,
+    failures: AtomicU64,
+    stop: AtomicBool,
+    outcomes: Mutex<Outcomes>,
+    progress: &'a Progress,
+}
+
+/// Runs every entry of a verified manifest through the gate, the ledger and the target.
+pub fn execute(manifest: &Manifest, ledger: &Ledger, target: &dyn Target, quarantine: &dyn Sink, options: &Options, progress: &Progress) -> Result<Run> {
+    let shared = Shared {
+        ledger,
+        target,
+        quarantine,
+        manifest: manifest.header.entries_sha256.clone(),
+        max_attempts: max_attempts(&manifest.header.policy),
+        options,
+        next_slot: Mutex::new(Instant::now()),
+        attempts: AtomicU64::new(0),
+        failures: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        outcomes: Mutex::new(Outcomes::default()),
+        progress,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let entries = Mutex::new(manifest.entries()?);
+    let deferred: Mutex<VecDeque<Entry>> = Mutex::new(VecDeque::new());
+    let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    runtime.block_on(async {
+        let workers = (0..options.concurrency.max(1)).map(|_| async {
+            loop {
+                if shared.stop.load(Ordering::SeqCst) || error.lock().unwrap().is_some() {
+                    return;
+                }
+                let next = entries.lock().unwrap().next();
+                let entry = match next {
+                    None => return,
+                    Some(Err(e)) => {
+                        *error.lock().unwrap() = Some(e);
+                        return;
+                    }
+                    Some(Ok(entry)) => entry,
+                };
+                match shared.handle(&entry).await {
+                    Ok(Outcome::Deferred) => deferred.lock().unwrap().push_back(entry),
+                    Ok(outcome) => shared.count(outcome),
+                    Err(e) => {
+                        *error.lock().unwrap() = Some(e.context(format!("entry {}", entry.key)));
+                        return;
+                    }
+                }
+            }
+        });
+        futures_join_all(workers.collect()).await;
+        // Keys another executor held: wait for it to finish them or for its lease to lapse.
+        loop {
+            let Some(entry) = deferred.lock().unwrap().pop_front() else { break };
+            if shared.stop.load(Ordering::SeqCst) || error.lock().unwrap().is_some() {
+                break;
+            }
+            match shared.handle(&entry).await {
+                Ok(Outcome::Deferred) => {
+                    deferred.lock().unwrap().push_back(entry);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(outcome) => shared.count(outcome),
+                Err(e) => {
+                    *error.lock().unwrap() = Some(e);
+                    break;
+                }
+            }
+        }
+    });
+    if let Some(e) = error.into_inner().unwrap() {
+        return Err(e);
+    }
+    progress.finish();
+    let stopped = shared.stop.load(Ordering::SeqCst).then(|| {
+        format!(
+            "storm guard: {} of {} replays failed (more than {}); the run stopped, remaining entries were not sent",
+            shared.failures.load(Ordering::SeqCst),
+            shared.attempts.load(Ordering::SeqCst),
+            options.max_failure_ratio
+        )
+    });
+    let outcomes = shared.outcomes.into_inner().unwrap();
+    Ok(Run { report: ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, outcomes }, stopped })
+}
+
+/// Joins futures on the current task (all run concurrently).
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: Vec<F>) {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(Box::pin(f));
+    }
+    std::future::poll_fn(|cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await
+}
+
+fn max_attempts(policy: &Value) -> i64 {
+    policy.get("max_attempts").and_then(Value::as_i64).unwrap_or(crate::plan::policy::DEFAULT_MAX_ATTEMPTS)
+}
+
+impl Shared<'_> {
+    fn count(&self, outcome: Outcome) {
+        let mut o = self.outcomes.lock().unwrap();
+        match outcome {
+            Outcome::Replayed => o.replayed += 1,
+            Outcome::Skipped => o.skipped_idempotent += 1,
+            Outcome::PoisonAttempts => o.poison_attempts += 1,
+            Outcome::PoisonUncleared => o.poison_uncleared += 1,
+            Outcome::Failed => o.replay_failed += 1,
+            Outcome::Deferred => unreachable!("deferred entries are retried"),
+        }
+        self.progress.advance(1);
+    }
+
+    async fn handle(&self, entry: &Entry) -> Result<Outcome> {
+        match entry.decision {
+            Decision::PoisonAttempts => {
+                self.quarantine(entry, Outcome::PoisonAttempts, format!("attempts {} >= max {}", entry.attempts, self.max_attempts)).await
+            }
+            Decision::PoisonUncleared => {
+                self.quarantine(entry, Outcome::PoisonUncleared, "signature not cleared for replay".into()).await
+            }
+            Decision::Replay => match self.ledger.claim(&entry.key, Purpose::Replay, &self.manifest)? {
+                Claim::Done | Claim::Quarantined => Ok(Outcome::Skipped),
+                Claim::Busy => Ok(Outcome::Deferred),
+                Claim::Granted { failures } if failures >= self.max_attempts => {
+                    let detail = format!("replay failed {failures} times (max {})", self.max_attempts);
+                    self.quarantine(entry, Outcome::PoisonAttempts, detail).await
+                }
+                Claim::Granted { .. } => self.replay(entry).await,
+            },
+        }
+    }
+
+    async fn replay(&self, entry: &Entry) -> Result<Outcome> {
+        self.wait_for_rate().await;
+        let delivery = self.target.send(&entry.key, &entry.record).await;
+        let attempts = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        match delivery {
+            Delivery::Delivered => {
+                self.ledger.mark_done(&entry.key)?;
+                Ok(Outcome::Replayed)
+            }
+            Delivery::AlreadyDone => {
+                self.ledger.mark_done(&entry.key)?;
+                Ok(Outcome::Skipped)
+            }
+            Delivery::Failed(why) => {
+                self.ledger.record_failure(&entry.key)?;
+                let failures = self.failures.fetch_add(1, Ordering::SeqCst) + 1;
+                eprintln!("dlqf: replay of {} ({}) failed: {why}", entry.key, entry.id);
+                if attempts >= self.options.guard_after && failures as f64 / attempts as f64 > self.options.max_failure_ratio {
+                    self.stop.store(true, Ordering::SeqCst);
+                }
+                Ok(Outcome::Failed)
+            }
+        }
+    }
+
+    async fn quarantine(&self, entry: &Entry, outcome: Outcome, detail: String) -> Result<Outcome> {
+        match self.ledger.claim(&entry.key, Purpose::Quarantine, &self.manifest)? {
+            Claim::Done | Claim::Quarantined => return Ok(Outcome::Skipped),
+            Claim::Busy => return Ok(Outcome::Deferred),
+            Claim::Granted { .. } => {}
+        }
+        let decision = if outcome == Outcome::PoisonAttempts { Decision::PoisonAttempts } else { Decision::PoisonUncleared };
+        let line = json!({
+            "key": entry.key, "id": entry.id, "decision": decision.name(), "detail": detail,
+            "signature": entry.signature, "attempts": entry.attempts, "record": entry.record,
+        });
+        self.quarantine.publish(&entry.key, &line).await.with_context(|| format!("quarantining {}", entry.key))?;
+        self.ledger.mark_quarantined(&entry.key)?;
+        Ok(outcome)
+    }
+
+    async fn wait_for_rate(&self) {
+        let Some(rate) = self.options.rate else { return };
+        let slot = {
+            let mut next = self.next_slot.lock().unwrap();
+            let now = Instant::now();
+            let slot = (*next).max(now);
+            *next = slot + Duration::from_secs_f64(1.0 / rate);
+            slot
+        };
+        tokio::time::sleep_until(slot.into()).await;
+    }
+}
+
+/// What a run would do, from the ledger's current state, sending and writing nothing.
+pub fn dry_run(manifest: &Manifest, ledger: Option<&Ledger>) -> Result<ExecuteReport> {
+    let max = max_attempts(&manifest.header.policy);
+    let mut o = Outcomes::default();
+    for entry in manifest.entries()? {
+        let entry = entry?;
+        let state = match ledger {
+            Some(l) => l.peek(&entry.key)?,
+            None => None,
+        };
+        let finished = matches!(state.as_ref().map(|s| s.0.as_str()), Some("done" | "quarantined"));
+        let failures = state.map(|s| s.1).unwrap_or(0);
+        match entry.decision {
+            _ if finished => o.skipped_idempotent += 1,
+            Decision::PoisonAttempts => o.poison_attempts += 1,
+            Decision::PoisonUncleared => o.poison_uncleared += 1,
+            Decision::Replay if failures >= max => o.poison_attempts += 1,
+            Decision::Replay => o.replayed += 1,
+        }
+    }
+    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: manifest.header.entries_sha256.clone(), outcomes: o })
+}

@@ -1,0 +1,92 @@
+//! The compliance suite every target and quarantine sink passes: each message arrives with
+//! its key and its record, poison lines arrive once, a rerun adds nothing.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::stage::Stage;
+use crate::util::{vision_line, Dir};
+
+/// What a target received: (key, record) pairs.
+type Received = Vec<(String, Value)>;
+
+fn run_through(dir: &Dir, target: &str, quarantine: &str) -> (Vec<Value>, String) {
+    let text: String = (0..12).map(|i| vision_line(&format!("cap-{i}"), "inference", if i % 3 == 0 { "open" } else { "timeout" }, "det-v8.0", "2026-10-01T00:00:00Z", 0) + "\n").collect();
+    dir.create("dlq.jsonl", text);
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
+    let entries: Vec<Value> = dir.read("m.jsonl").lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let args = ["execute", "m.jsonl", "--target", target, "--ledger", "l.db", "--quarantine", quarantine];
+    let first = dir.command().args(args).ok();
+    let second = dir.command().args(args).ok();
+    let o: Value = serde_json::from_str(&second).unwrap();
+    assert_eq!(o["outcomes"]["skipped_idempotent"], 12, "{first}");
+    (entries, first)
+}
+
+fn check(entries: &[Value], received: Received) {
+    let want: BTreeSet<String> = entries.iter().filter(|e| e["decision"] == "replay").map(|e| e["key"].as_str().unwrap().to_string()).collect();
+    let got: BTreeSet<String> = received.iter().map(|(k, _)| k.clone()).collect();
+    assert_eq!(received.len(), want.len(), "each replay delivered once");
+    assert_eq!(got, want);
+    for (key, record) in received {
+        let entry = entries.iter().find(|e| e["key"] == key.as_str()).unwrap();
+        assert_eq!(record, entry["record"]);
+    }
+}
+
+fn check_quarantine(entries: &[Value], lines: Vec<Value>) {
+    let want: BTreeSet<&str> = entries.iter().filter(|e| e["decision"] != "replay").map(|e| e["key"].as_str().unwrap()).collect();
+    assert_eq!(lines.len(), want.len(), "each poison entry once");
+    for line in &lines {
+        assert!(want.contains(line["key"].as_str().unwrap()));
+        for field in ["key", "id", "decision", "detail", "signature", "attempts", "record"] {
+            assert!(line.get(field).is_some(), "quarantine line lacks {field}: {line}");
+        }
+    }
+}
+
+fn file_lines(dir: &Dir, name: &str) -> Vec<Value> {
+    dir.read(name).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn http_target_and_http_quarantine() {
+    let dir = Dir::new();
+    let (stage, sink) = (Stage::start(), Stage::start());
+    let (entries, _) = run_through(&dir, &stage.url, &sink.url);
+    let received = stage.seen.lock().unwrap().requests.iter().map(|(k, b)| (k.clone(), serde_json::from_str(b).unwrap())).collect();
+    check(&entries, received);
+    let lines: Vec<Value> = sink.seen.lock().unwrap().requests.iter().map(|(k, b)| {
+        let v: Value = serde_json::from_str(b).unwrap();
+        assert_eq!(v["key"], k.as_str(), "the quarantine POST carries the key as Idempotency-Key");
+        v
+    }).collect();
+    check_quarantine(&entries, lines);
+}
+
+#[test]
+fn file_target_and_file_quarantine() {
+    let dir = Dir::new();
+    let (entries, _) = run_through(&dir, "file:out.jsonl", "file:q.jsonl");
+    let received = file_lines(&dir, "out.jsonl").into_iter().map(|v| (v["key"].as_str().unwrap().to_string(), v["record"].clone())).collect();
+    check(&entries, received);
+    check_quarantine(&entries, file_lines(&dir, "q.jsonl"));
+}
+
+#[test]
+fn exec_target_gets_the_record_on_stdin_and_the_key_in_the_environment_without_a_shell() {
+    let dir = Dir::new();
+    dir.create(
+        "sink.py",
+        "import json, os, sys\nrecord = json.load(sys.stdin)\nwith open(sys.argv[1], 'a') as f:\n    f.write(json.dumps({'key': os.environ['DLQF_IDEMPOTENCY_KEY'], 'record': record}) + '\\n')\n",
+    );
+    // A `;` would start a second command in a shell; here it is just an argument.
+    let target = format!("exec:{} sink.py got.jsonl;touch pwned", crate::util::python());
+    let (entries, _) = run_through(&dir, &target, "file:q.jsonl");
+    assert!(!dir.join("pwned").exists());
+    let received = file_lines(&dir, "got.jsonl;touch").into_iter().map(|v| (v["key"].as_str().unwrap().to_string(), v["record"].clone())).collect::<Received>();
+    check(&entries, received);
+    check_quarantine(&entries, file_lines(&dir, "q.jsonl"));
+}
