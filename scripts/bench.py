@@ -57,6 +57,44 @@ def ensure(path, dlqf, rows, fmt):
     open(stamp, "w").close()
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_replay(args, work):
+    """plan 10M rows (vs rank), then execute a 100k-entry manifest to a loopback HTTP stage."""
+    rows = []
+    jsonl = os.path.join(args.data, f"vision-{args.rows}.jsonl")
+    policy = os.path.join(work, "policy.toml")
+    with open(policy, "w") as f:
+        f.write("clear_all = true\nmax_attempts = 1000\n")
+    manifest = os.path.join(work, "manifest.jsonl")
+    plan_s, plan_rss, _ = measure([args.dlqf, "--threads", str(args.threads), "plan", jsonl, "--policy", policy, "-o", manifest, "--no-progress"])
+    rank_s, _, _ = measure([args.dlqf, "--threads", str(args.threads), "rank", jsonl, "--format", "json", "--no-progress"])
+    rows.append(f"| plan {args.rows:,} rows (JSON-lines) | {plan_s:.2f} s | {plan_rss:.0f} MiB | rank: {rank_s:.2f} s | {plan_s / rank_s:.2f}x rank |")
+    os.remove(manifest)
+
+    small = os.path.join(work, "vision-100k.jsonl")
+    subprocess.run([args.dlqf, "gen", "--rows", "100000", "--seed", "5", "-o", small], check=True)
+    subprocess.run([args.dlqf, "plan", small, "--policy", policy, "-o", manifest, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+    port = free_port()
+    stage = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "stage_server.py"), str(port)], stdout=subprocess.PIPE, text=True)
+    assert stage.stdout.readline().strip() == "ready"
+    ledger = os.path.join(work, "ledger.db")
+    for f in (ledger, ledger + "-wal", ledger + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+    wall, rss, out = measure([args.dlqf, "execute", manifest, "--target", f"http://127.0.0.1:{port}/replay", "--ledger", ledger,
+                              "--quarantine", "file:" + os.path.join(work, "q.jsonl"), "--concurrency", "16", "--no-progress"])
+    stage.terminate()
+    requests, distinct = stage.stdout.readline().split()
+    rows.append(f"| execute 100,000 entries, HTTP loopback, SQLite ledger, concurrency 16 | {wall:.2f} s | {rss:.0f} MiB | {100000 / wall:,.0f} replays/s | {requests} requests, {distinct} keys |")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dlqf", required=True)
@@ -64,6 +102,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data", default=os.path.expanduser("~/.cache/dlqf-bench"))
+    ap.add_argument("--skip-rank", action="store_true")
+    ap.add_argument("--skip-replay", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
     parquet = os.path.join(args.data, f"vision-{args.rows}.parquet")
@@ -72,7 +112,7 @@ def main():
     ensure(jsonl, args.dlqf, args.rows, "jsonl")
 
     rows = []
-    for label, path in [("Parquet", parquet), ("JSON-lines", jsonl)]:
+    for label, path in [] if args.skip_rank else [("Parquet", parquet), ("JSON-lines", jsonl)]:
         engines = {
             "dlqf": [args.dlqf, "--threads", str(args.threads), "rank", path, "--format", "json", "--no-progress"],
             "duckdb": [sys.executable, "-c", DUCKDB, path, str(args.threads)],
@@ -95,6 +135,13 @@ def main():
         d, k = med["dlqf"], med["duckdb"]
         wc = f"{med['wc -l'][0]:.2f} s" if "wc -l" in med else ""
         print(f"| {label} | {size:,.0f} MiB | {d[0]:.2f} s | {d[1]:.0f} MiB | {k[0]:.2f} s | {k[1]:.0f} MiB | {d[0] / k[0]:.2f}x | {wc} |")
+    if not args.skip_replay:
+        import tempfile
+        with tempfile.TemporaryDirectory(dir=args.data) as work:
+            print("\n| replay | wall | peak RSS | rate / comparison | check |")
+            print("|---|---:|---:|---:|---|")
+            for row in bench_replay(args, work):
+                print(row)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,25 @@ pub struct Entry {
     pub record: Value,
 }
 
+/// An entry about to be written; its record may still be the dump's own JSON text.
+pub struct PlannedEntry<'a> {
+    pub key: String,
+    pub decision: Decision,
+    pub signature: Signature,
+    pub id: String,
+    pub attempts: i64,
+    pub record: crate::source::Record<'a>,
+}
+
+#[derive(Serialize)]
+struct EntryHead<'a> {
+    key: &'a str,
+    decision: Decision,
+    signature: &'a Signature,
+    id: &'a str,
+    attempts: i64,
+}
+
 /// Hashes entry lines as they are written; the digest seals them.
 #[derive(Default)]
 pub struct Sealer {
@@ -111,15 +130,26 @@ pub struct Sealer {
     pub counts: DecisionCounts,
 }
 
+/// One entry as a manifest line (with its newline), in `Entry`'s field order.
+pub fn entry_line(entry: &PlannedEntry) -> Vec<u8> {
+    let head = EntryHead { key: &entry.key, decision: entry.decision, signature: &entry.signature, id: &entry.id, attempts: entry.attempts };
+    let mut bytes = serde_json::to_vec(&head).expect("entries serialise");
+    bytes.pop();
+    bytes.extend_from_slice(b",\"record\":");
+    match &entry.record {
+        crate::source::Record::Text(text) => bytes.extend_from_slice(text.as_bytes()),
+        crate::source::Record::Object(map) => serde_json::to_writer(&mut bytes, map).expect("records serialise"),
+    }
+    bytes.extend_from_slice(b"}\n");
+    bytes
+}
+
 impl Sealer {
-    /// Serialises an entry as one line (with its newline) and adds it to the seal.
-    pub fn line(&mut self, entry: &Entry) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec(entry).expect("entries serialise");
-        bytes.push(b'\n');
-        self.hasher.update(&bytes);
+    /// Adds one entry line, in manifest order, to the seal.
+    pub fn seal(&mut self, line: &[u8], decision: Decision) {
+        self.hasher.update(line);
         self.entries += 1;
-        self.counts.add(entry.decision);
-        bytes
+        self.counts.add(decision);
     }
 
     pub fn digest(self) -> String {

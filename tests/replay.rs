@@ -312,3 +312,28 @@ fn killed_at_any_moment_then_rerun_loses_nothing_and_duplicates_at_most_the_in_f
         assert_eq!(unique.len(), poison);
     }
 }
+
+#[test]
+fn fixes_repair_matching_records_in_the_reviewed_manifest_and_leave_others_byte_for_byte() {
+    let dir = Dir::new();
+    dump(&dir);
+    dir.create(
+        "fixes.toml",
+        "[[fix]]\nsignature = { reject_reason = \"schema_invalid\" }\nset = { schema_version = 2 }\nremove = [\"trace_id\"]\nmerge_patch = { meta = { repaired = true } }\n",
+    );
+    dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "--fix", "fixes.toml", "-o", "manifest.jsonl"]).ok();
+    let text = dir.read("manifest.jsonl");
+    let originals: Vec<String> = dir.read("dlq.jsonl").lines().map(str::to_string).collect();
+    for (i, line) in text.lines().skip(1).enumerate() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        if REASONS[i % 3] == "Schema_Invalid" {
+            assert_eq!(entry["record"]["schema_version"], 2);
+            assert_eq!(entry["record"]["meta"], serde_json::json!({"repaired": true}));
+            assert!(entry["record"].get("trace_id").is_none());
+        } else {
+            assert!(line.ends_with(&format!("\"record\":{}}}", originals[i])), "record kept as its original text");
+        }
+    }
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["fixes"]["fix"][0]["set"]["schema_version"], 2);
+}

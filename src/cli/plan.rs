@@ -76,11 +76,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut review = Review::default();
     let tally = prepared.scan().records(
         &prepared.inputs,
-        |row| planner.entry(row),
+        |row| planner.entry(row).map(|e| (manifest::entry_line(&e), e.signature, e.decision)),
         |entry| {
-            if let Some(entry) = entry {
-                review.add(&entry);
-                writer.write_all(&sealer.line(&entry))?;
+            if let Some((line, signature, decision)) = entry {
+                review.add(&signature, decision);
+                sealer.seal(&line, decision);
+                writer.write_all(&line)?;
             }
             Ok(())
         },

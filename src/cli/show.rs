@@ -30,7 +30,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let manifest = Manifest::open_verified(&args.manifest)?;
     let mut review = Review::default();
     for entry in manifest.entries()? {
-        review.add(&entry?);
+        let entry = entry?;
+        review.add(&entry.signature, entry.decision);
     }
     let text = match args.format {
         SummaryFormat::Table => review.table(&manifest.header),

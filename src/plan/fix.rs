@@ -47,12 +47,15 @@ impl Fixes {
         Ok(fixes)
     }
 
+    pub fn applies_to(&self, signature: &Signature) -> bool {
+        self.fix.iter().any(|fix| fix.matches(signature))
+    }
+
     /// Applies every matching repair in file order; returns whether any applied.
     pub fn apply(&self, signature: &Signature, record: &mut Map<String, Value>) -> bool {
         let mut applied = false;
         for fix in &self.fix {
-            let matches = fix.signature.iter().all(|(f, v)| signature.get(f).is_some_and(|have| v.as_str() == Some(have)));
-            if !matches {
+            if !fix.matches(signature) {
                 continue;
             }
             for (field, value) in &fix.set {
@@ -71,6 +74,12 @@ impl Fixes {
             applied = true;
         }
         applied
+    }
+}
+
+impl Fix {
+    fn matches(&self, signature: &Signature) -> bool {
+        self.signature.iter().all(|(f, v)| signature.get(f).is_some_and(|have| v.as_str() == Some(have)))
     }
 }
 

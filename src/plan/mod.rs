@@ -8,10 +8,10 @@ pub mod summary;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::Entry;
+use crate::manifest::PlannedEntry;
 use crate::profile::Profile;
 use crate::signature::{Layout, Signature};
-use crate::source::FullRow;
+use crate::source::{FullRow, Record};
 use fix::Fixes;
 use policy::Policy;
 
@@ -36,7 +36,7 @@ pub struct Planner<'a> {
 
 impl Planner<'_> {
     /// The manifest entry for one record, or None when the policy's filter leaves it out.
-    pub fn entry(&self, row: FullRow) -> Option<Entry> {
+    pub fn entry<'r>(&self, row: FullRow<'r>) -> Option<PlannedEntry<'r>> {
         let values = self.layout.finish_signature(row.key);
         let signature = Signature::new(&self.signature_fields, &values);
         if !self.policy.selects(&signature) {
@@ -45,12 +45,17 @@ impl Planner<'_> {
         let reason = self.profile.reason_field.as_deref().and_then(|f| signature.get(f));
         let decision = self.policy.decide(row.facts.attempts, reason, &signature);
         let key = self.key(&row.facts.id, &signature, &row.record);
-        let mut record = row.record;
-        self.fixes.apply(&signature, &mut record);
-        Some(Entry { key, decision, signature, id: row.facts.id.into_owned(), attempts: row.facts.attempts, record: Value::Object(record) })
+        let record = if self.fixes.applies_to(&signature) {
+            let mut object = row.record.into_object();
+            self.fixes.apply(&signature, &mut object);
+            Record::Object(object)
+        } else {
+            row.record
+        };
+        Some(PlannedEntry { key, decision, signature, id: row.facts.id.into_owned(), attempts: row.facts.attempts, record })
     }
 
-    fn key(&self, id: &str, signature: &Signature, record: &Map<String, Value>) -> String {
+    fn key(&self, id: &str, signature: &Signature, record: &Record) -> String {
         let parts: Vec<String> = self
             .profile
             .key_fields
@@ -64,7 +69,11 @@ impl Planner<'_> {
                 if let Some(v) = signature.get(field) {
                     return v.to_string();
                 }
-                match record.get(field) {
+                let value = match record {
+                    Record::Object(map) => map.get(field).cloned(),
+                    Record::Text(text) => serde_json::from_str::<Map<String, Value>>(text).ok().and_then(|mut m| m.remove(field)),
+                };
+                match value {
                     Some(Value::String(s)) => s.trim().to_string(),
                     Some(Value::Null) | None => String::new(),
                     Some(other) => other.to_string(),

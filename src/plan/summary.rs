@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::manifest::{Decision, DecisionCounts, Entry, Header};
+use crate::manifest::{Decision, DecisionCounts, Header};
 use crate::report::markdown::escape;
 use crate::report::table;
 use crate::signature::Signature;
@@ -16,8 +16,15 @@ pub struct Review {
 }
 
 impl Review {
-    pub fn add(&mut self, entry: &Entry) {
-        self.by_signature.entry(entry.signature.clone()).or_default().add(entry.decision);
+    pub fn add(&mut self, signature: &Signature, decision: Decision) {
+        match self.by_signature.get_mut(signature) {
+            Some(counts) => counts.add(decision),
+            None => {
+                let mut counts = DecisionCounts::default();
+                counts.add(decision);
+                self.by_signature.insert(signature.clone(), counts);
+            }
+        }
     }
 
     fn rows(&self) -> Vec<(&Signature, &DecisionCounts)> {

@@ -14,7 +14,7 @@ use anyhow::Result;
 
 pub use local::resolve_inputs;
 pub use progress::Progress;
-pub use records::FullRow;
+pub use records::{FullRow, Record};
 
 use crate::signature::{Layout, RowFacts};
 

@@ -14,11 +14,26 @@ use super::{Format, Input, LocalTally, Location, Scan, Tally};
 use crate::signature::{Cell, RowFacts};
 use crate::timestamp;
 
-/// An accepted row: its raw signature key, facts, and the full record as JSON.
+/// An accepted row: its raw signature key, facts, and the full record.
 pub struct FullRow<'a> {
     pub key: &'a [u8],
     pub facts: RowFacts<'a>,
-    pub record: Map<String, Value>,
+    pub record: Record<'a>,
+}
+
+/// A whole record: a JSON line's own text (kept byte for byte), or a Parquet row as JSON.
+pub enum Record<'a> {
+    Text(&'a str),
+    Object(Map<String, Value>),
+}
+
+impl Record<'_> {
+    pub fn into_object(self) -> Map<String, Value> {
+        match self {
+            Record::Text(text) => serde_json::from_str(text).expect("a line that parsed once parses again"),
+            Record::Object(map) => map,
+        }
+    }
 }
 
 impl Scan<'_> {
@@ -103,9 +118,9 @@ impl Scan<'_> {
                 Err(reason) => tally.reject(line_no, reason),
                 Ok(facts) if !self.window.contains(facts.time) => tally.outside_window += 1,
                 Ok(facts) => {
-                    let record = serde_json::from_slice::<Map<String, Value>>(line).expect("a line that parsed once parses again");
+                    let text = std::str::from_utf8(line).expect("checked by parse_line").trim();
                     tally.accepted += 1;
-                    items.push(map(FullRow { key: &key, facts, record }));
+                    items.push(map(FullRow { key: &key, facts, record: Record::Text(text) }));
                 }
             }
         });
@@ -143,7 +158,7 @@ impl Scan<'_> {
                         record.insert(name.clone(), to_json(series.get(i)?));
                     }
                     tally.accepted += 1;
-                    items.push(map(FullRow { key: &key, facts, record }));
+                    items.push(map(FullRow { key: &key, facts, record: Record::Object(record) }));
                 }
             }
         }
