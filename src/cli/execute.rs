@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use dlqf::execute::ledger::Ledger;
+use dlqf::execute::ledger::SqliteLedger;
 use dlqf::execute::target::Retry;
 use dlqf::execute::{self, quarantine, target, Options};
 use dlqf::manifest::Manifest;
@@ -111,13 +111,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let ledger_path = PathBuf::from(&args.ledger);
     let (report, stopped) = if args.dry_run {
-        let ledger = Ledger::open_sqlite_readonly(&ledger_path)?;
-        (execute::dry_run(&manifest, ledger.as_ref())?, None)
+        let ledger = SqliteLedger::open_readonly(&ledger_path)?;
+        (execute::dry_run(&manifest, ledger.as_ref().map(|l| l as &dyn execute::ledger::Ledger))?, None)
     } else {
         let retry = Retry { attempts: args.retries.max(1), backoff: Duration::from_millis(100), timeout: Duration::from_secs_f64(args.timeout) };
         let target = target::parse(&args.target, retry).map_err(|e| UsageError(format!("{e:#}")))?;
         let quarantine = quarantine::parse(&args.quarantine, retry).map_err(|e| UsageError(format!("{e:#}")))?;
-        let ledger = Ledger::open_sqlite(&ledger_path, (args.lease * 1000.0) as i64)?;
+        let ledger = SqliteLedger::open(&ledger_path, (args.lease * 1000.0) as i64)?;
         let options = Options { concurrency: args.concurrency, rate: args.rate, max_failure_ratio: args.max_failure_ratio, guard_after: 20 };
         let progress = Progress::for_count(manifest.header.entries, !args.no_progress);
         let run = execute::execute(&manifest, &ledger, target.as_ref(), quarantine.as_ref(), &options, &progress)?;

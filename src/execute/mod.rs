@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::manifest::{Decision, Entry, Manifest};
 use crate::source::Progress;
-use ledger::{Claim, Ledger, Purpose};
+use ledger::{Claim, Finish, Ledger, Purpose};
 use quarantine::Sink;
 use target::{Delivery, Target};
 
@@ -67,7 +67,7 @@ pub struct Run {
 }
 
 struct Shared<'a> {
-    ledger: &'a Ledger,
+    ledger: &'a dyn Ledger,
     target: &'a dyn Target,
     quarantine: &'a dyn Sink,
     manifest: String,
@@ -82,7 +82,7 @@ struct Shared<'a> {
 }
 
 /// Runs every entry of a verified manifest through the gate, the ledger and the target.
-pub fn execute(manifest: &Manifest, ledger: &Ledger, target: &dyn Target, quarantine: &dyn Sink, options: &Options, progress: &Progress) -> Result<Run> {
+pub fn execute(manifest: &Manifest, ledger: &dyn Ledger, target: &dyn Target, quarantine: &dyn Sink, options: &Options, progress: &Progress) -> Result<Run> {
     let shared = Shared {
         ledger,
         target,
@@ -201,7 +201,7 @@ impl Shared<'_> {
             Decision::PoisonUncleared => {
                 self.quarantine(entry, Outcome::PoisonUncleared, "signature not cleared for replay".into()).await
             }
-            Decision::Replay => match self.ledger.claim(&entry.key, Purpose::Replay, &self.manifest)? {
+            Decision::Replay => match self.ledger.claim(&entry.key, Purpose::Replay, &self.manifest).await? {
                 Claim::Done | Claim::Quarantined => Ok(Outcome::Skipped),
                 Claim::Busy => Ok(Outcome::Deferred),
                 Claim::Granted { failures } if failures >= self.max_attempts => {
@@ -219,15 +219,15 @@ impl Shared<'_> {
         let attempts = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
         match delivery {
             Delivery::Delivered => {
-                self.ledger.mark_done(&entry.key)?;
+                self.ledger.finish(&entry.key, Finish::Done).await?;
                 Ok(Outcome::Replayed)
             }
             Delivery::AlreadyDone => {
-                self.ledger.mark_done(&entry.key)?;
+                self.ledger.finish(&entry.key, Finish::Done).await?;
                 Ok(Outcome::Skipped)
             }
             Delivery::Failed(why) => {
-                self.ledger.record_failure(&entry.key)?;
+                self.ledger.finish(&entry.key, Finish::Failed).await?;
                 let failures = self.failures.fetch_add(1, Ordering::SeqCst) + 1;
                 eprintln!("dlqf: replay of {} ({}) failed: {why}", entry.key, entry.id);
                 if attempts >= self.options.guard_after && failures as f64 / attempts as f64 > self.options.max_failure_ratio {
@@ -239,7 +239,7 @@ impl Shared<'_> {
     }
 
     async fn quarantine(&self, entry: &Entry, outcome: Outcome, detail: String) -> Result<Outcome> {
-        match self.ledger.claim(&entry.key, Purpose::Quarantine, &self.manifest)? {
+        match self.ledger.claim(&entry.key, Purpose::Quarantine, &self.manifest).await? {
             Claim::Done | Claim::Quarantined => return Ok(Outcome::Skipped),
             Claim::Busy => return Ok(Outcome::Deferred),
             Claim::Granted { .. } => {}
@@ -250,7 +250,7 @@ impl Shared<'_> {
             "signature": entry.signature, "attempts": entry.attempts, "record": entry.record,
         });
         self.quarantine.publish(&entry.key, &line).await.with_context(|| format!("quarantining {}", entry.key))?;
-        self.ledger.mark_quarantined(&entry.key)?;
+        self.ledger.finish(&entry.key, Finish::Quarantined).await?;
         Ok(outcome)
     }
 
@@ -268,13 +268,18 @@ impl Shared<'_> {
 }
 
 /// What a run would do, from the ledger's current state, sending and writing nothing.
-pub fn dry_run(manifest: &Manifest, ledger: Option<&Ledger>) -> Result<ExecuteReport> {
+pub fn dry_run(manifest: &Manifest, ledger: Option<&dyn Ledger>) -> Result<ExecuteReport> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(dry_run_async(manifest, ledger))
+}
+
+async fn dry_run_async(manifest: &Manifest, ledger: Option<&dyn Ledger>) -> Result<ExecuteReport> {
     let max = max_attempts(&manifest.header.policy);
     let mut o = Outcomes::default();
     for entry in manifest.entries()? {
         let entry = entry?;
         let state = match ledger {
-            Some(l) => l.peek(&entry.key)?,
+            Some(l) => l.peek(&entry.key).await?,
             None => None,
         };
         let finished = matches!(state.as_ref().map(|s| s.0.as_str()), Some("done" | "quarantined"));
