@@ -23,9 +23,15 @@ build:
 release:
 	cargo build --release
 
-## Install what the tests need (DuckDB from PyPI in a venv), then run every test.
+## Install what the tests need (DuckDB from PyPI in a venv, PostgreSQL from Debian), start a
+## throwaway PostgreSQL on loopback, run every test, stop the server whatever the outcome.
+PG_DIR ?= /tmp/dlqf-test-pg
+PG_PORT ?= 55432
 test: test-deps
-	DLQF_PYTHON=$(PYTHON) cargo test --all-targets
+	cargo build --all-targets
+	scripts/postgres.sh start $(PG_DIR) $(PG_PORT) > $(PG_DIR).url
+	DLQF_PYTHON=$(PYTHON) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
+	  status=$$?; scripts/postgres.sh stop $(PG_DIR); rm -f $(PG_DIR).url; exit $$status
 
 test-deps: $(VENV)/.duckdb-$(DUCKDB_VERSION)
 

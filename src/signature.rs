@@ -177,6 +177,16 @@ impl Layout {
         Ok(RowFacts { id, time, attempts })
     }
 
+    /// Where the fields of a row are when every signature field is normalised after grouping:
+    /// a source can then build keys straight from its columns for rows with no nulls and the
+    /// expected types (`push_part` each signature value in order), and use `extract` for the rest.
+    pub fn direct_columns(&self) -> Option<DirectColumns> {
+        if self.slots.iter().any(|s| s.normalizer.is_per_row()) {
+            return None;
+        }
+        Some(DirectColumns { id: self.id, time: self.time, attempts: self.attempts, signature: self.slots.iter().map(|s| s.column).collect() })
+    }
+
     /// The normalised signature values of a key produced by `extract`.
     pub fn finish_signature(&self, key: &[u8]) -> Vec<String> {
         split_parts(key)
@@ -230,7 +240,16 @@ impl<'de> serde::Deserialize<'de> for Signature {
     }
 }
 
-fn push_part(key: &mut Vec<u8>, text: &str) {
+/// Column positions (in `Layout::columns`) for building keys without cells.
+pub struct DirectColumns {
+    pub id: usize,
+    pub time: usize,
+    pub attempts: Option<usize>,
+    pub signature: Vec<usize>,
+}
+
+/// Appends one signature part to a key, as `extract` does.
+pub fn push_part(key: &mut Vec<u8>, text: &str) {
     key.extend_from_slice(&(text.len() as u32).to_le_bytes());
     key.extend_from_slice(text.as_bytes());
 }

@@ -7,6 +7,7 @@ mod bad_input;
 mod crosscheck;
 mod gen;
 mod inputs;
+mod postgres;
 mod profiles;
 mod rank;
 mod replay;

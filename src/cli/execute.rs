@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use dlqf::execute::ledger::SqliteLedger;
 use dlqf::execute::target::Retry;
 use dlqf::execute::{self, quarantine, target, Options};
 use dlqf::manifest::Manifest;
@@ -43,7 +42,8 @@ pub struct Args {
     #[arg(long, value_name = "TARGET")]
     target: String,
 
-    /// The ledger: a SQLite file path.
+    /// The ledger: a SQLite file path, or postgres://USER:PASSWORD@HOST:PORT/DB to share one
+    /// ledger between executors on several hosts.
     #[arg(long, value_name = "PATH")]
     ledger: String,
 
@@ -96,9 +96,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.concurrency == 0 || args.rate.is_some_and(|r| r <= 0.0) || !(0.0..=1.0).contains(&args.max_failure_ratio) || args.timeout <= 0.0 || args.lease <= 0.0 {
         return Err(UsageError("--concurrency, --rate, --timeout and --lease must be positive; --max-failure-ratio between 0 and 1".into()).into());
     }
-    if args.ledger.starts_with("postgres://") || args.ledger.starts_with("postgresql://") {
-        bail!("--ledger {}: PostgreSQL ledgers are not supported in this version; use a SQLite file path", redact(&args.ledger));
-    }
     let manifest = Manifest::open_verified(&args.manifest)?;
     if let Some(expected) = &args.expect_digest {
         if !expected.eq_ignore_ascii_case(&manifest.header.entries_sha256) {
@@ -109,18 +106,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
             );
         }
     }
-    let ledger_path = PathBuf::from(&args.ledger);
     let (report, stopped) = if args.dry_run {
-        let ledger = SqliteLedger::open_readonly(&ledger_path)?;
-        (execute::dry_run(&manifest, ledger.as_ref().map(|l| l as &dyn execute::ledger::Ledger))?, None)
+        (execute::dry_run(&manifest, &args.ledger).map_err(|e| hide_secret(e, &args.ledger))?, None)
     } else {
         let retry = Retry { attempts: args.retries.max(1), backoff: Duration::from_millis(100), timeout: Duration::from_secs_f64(args.timeout) };
         let target = target::parse(&args.target, retry).map_err(|e| UsageError(format!("{e:#}")))?;
         let quarantine = quarantine::parse(&args.quarantine, retry).map_err(|e| UsageError(format!("{e:#}")))?;
-        let ledger = SqliteLedger::open(&ledger_path, (args.lease * 1000.0) as i64)?;
-        let options = Options { concurrency: args.concurrency, rate: args.rate, max_failure_ratio: args.max_failure_ratio, guard_after: 20 };
+        let options = Options {
+            concurrency: args.concurrency,
+            rate: args.rate,
+            max_failure_ratio: args.max_failure_ratio,
+            guard_after: 20,
+            lease_ms: (args.lease * 1000.0) as i64,
+        };
         let progress = Progress::for_count(manifest.header.entries, !args.no_progress);
-        let run = execute::execute(&manifest, &ledger, target.as_ref(), quarantine.as_ref(), &options, &progress)?;
+        let run = execute::execute(&manifest, &args.ledger, target.as_ref(), quarantine.as_ref(), &options, &progress)
+            .map_err(|e| hide_secret(e, &args.ledger))?;
         (run.report, run.stopped)
     };
     let bytes = report::json::render(&report)?;
@@ -135,10 +136,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(if failed && !args.dry_run { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
 }
 
-/// A connection string with any password hidden.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
-        _ => url.to_string(),
+/// Errors never show the ledger URL's password, whatever part of the chain quoted it.
+fn hide_secret(err: anyhow::Error, ledger: &str) -> anyhow::Error {
+    let text = format!("{err:#}");
+    let password = ledger.split_once("://").and_then(|(_, rest)| rest.rsplit_once('@')).and_then(|(userinfo, _)| userinfo.split_once(':')).map(|(_, p)| p);
+    match password {
+        Some(p) if !p.is_empty() && text.contains(p) => anyhow::anyhow!(text.replace(p, "***")),
+        _ => err,
     }
 }

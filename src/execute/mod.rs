@@ -57,6 +57,8 @@ pub struct Options {
     pub max_failure_ratio: f64,
     /// Attempts before the storm guard may stop the run.
     pub guard_after: u64,
+    /// How long another executor's claim is honoured.
+    pub lease_ms: i64,
 }
 
 /// How a run ended.
@@ -81,8 +83,23 @@ struct Shared<'a> {
     progress: &'a Progress,
 }
 
-/// Runs every entry of a verified manifest through the gate, the ledger and the target.
-pub fn execute(manifest: &Manifest, ledger: &dyn Ledger, target: &dyn Target, quarantine: &dyn Sink, options: &Options, progress: &Progress) -> Result<Run> {
+/// Runs every entry of a verified manifest through the gate, the ledger (`--ledger` spec) and
+/// the target.
+pub fn execute(manifest: &Manifest, ledger: &str, target: &dyn Target, quarantine: &dyn Sink, options: &Options, progress: &Progress) -> Result<Run> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let ledger = runtime.block_on(ledger::open(ledger, options.lease_ms))?;
+    run_entries(&runtime, manifest, ledger.as_ref(), target, quarantine, options, progress)
+}
+
+fn run_entries(
+    runtime: &tokio::runtime::Runtime,
+    manifest: &Manifest,
+    ledger: &dyn Ledger,
+    target: &dyn Target,
+    quarantine: &dyn Sink,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Run> {
     let shared = Shared {
         ledger,
         target,
@@ -97,7 +114,6 @@ pub fn execute(manifest: &Manifest, ledger: &dyn Ledger, target: &dyn Target, qu
         outcomes: Mutex::new(Outcomes::default()),
         progress,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let entries = Mutex::new(manifest.entries()?);
     let deferred: Mutex<VecDeque<Entry>> = Mutex::new(VecDeque::new());
     let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -268,9 +284,12 @@ impl Shared<'_> {
 }
 
 /// What a run would do, from the ledger's current state, sending and writing nothing.
-pub fn dry_run(manifest: &Manifest, ledger: Option<&dyn Ledger>) -> Result<ExecuteReport> {
+pub fn dry_run(manifest: &Manifest, ledger: &str) -> Result<ExecuteReport> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(dry_run_async(manifest, ledger))
+    runtime.block_on(async {
+        let ledger = ledger::open_readonly(ledger).await?;
+        dry_run_async(manifest, ledger.as_deref()).await
+    })
 }
 
 async fn dry_run_async(manifest: &Manifest, ledger: Option<&dyn Ledger>) -> Result<ExecuteReport> {

@@ -6,13 +6,14 @@ use std::fs::File;
 
 use anyhow::{Context, Result};
 use polars::prelude::{
-    BooleanChunked, DataFrame, DataType, Float64Chunked, Int64Chunked, ParallelStrategy, ParquetReader,
-    SerReader, StringChunked, TimeUnit,
+    BooleanChunked, DataFrame, DataType, Float64Chunked, Int64Chunked, Int64Type, ParallelStrategy, ParquetReader,
+    PolarsDataType, SerReader, StaticArray, StringChunked, StringType, TimeUnit,
 };
 use rayon::prelude::*;
 
 use super::{Accumulator, Input, LocalTally, Location, Scan, Tally};
-use crate::signature::Cell;
+use crate::signature::{push_part, Cell, RowFacts};
+use crate::timestamp;
 
 pub(super) fn scan<A, F>(scan: &Scan, input: &Input, make: &F) -> Result<(A, Tally)>
 where
@@ -119,12 +120,84 @@ impl Column {
 
 fn fold_frame<A: Accumulator>(scan: &Scan, df: &DataFrame, offset: u64, acc: &mut A, tally: &mut LocalTally) -> Result<()> {
     let columns = scan.layout.columns.iter().map(|name| Column::from_frame(df, name)).collect::<Result<Vec<_>>>()?;
+    let direct = Direct::new(scan, &columns);
     let mut key = Vec::with_capacity(128);
     let mut cells: Vec<Cell> = Vec::with_capacity(columns.len());
     for i in 0..df.height() {
+        if let Some(direct) = &direct {
+            if let Some(row) = direct.row(i, &mut key) {
+                if scan.window.contains(row.time) {
+                    acc.add(&key, &row);
+                    tally.accepted += 1;
+                } else {
+                    tally.outside_window += 1;
+                }
+                continue;
+            }
+        }
         cells.clear();
         cells.extend(columns.iter().map(|c| c.cell(i)));
         scan.take_row(&cells, &mut key, acc, tally, offset + i as u64 + 1);
     }
     Ok(())
+}
+
+type StrArray = <StringType as PolarsDataType>::Array;
+type I64Array = <Int64Type as PolarsDataType>::Array;
+
+/// The common case read straight from the arrays: string id and signature columns, a string
+/// or native time, integer or absent attempts. A row with a null (or an unreadable time)
+/// returns None and goes through the generic path, which names the problem.
+struct Direct<'c> {
+    id: &'c StrArray,
+    time: DirectTime<'c>,
+    attempts: Option<&'c I64Array>,
+    signature: Vec<&'c StrArray>,
+}
+
+enum DirectTime<'c> {
+    Text(&'c StrArray),
+    Micros(&'c I64Array, i64),
+}
+
+impl<'c> Direct<'c> {
+    fn new(scan: &Scan, columns: &'c [Column]) -> Option<Direct<'c>> {
+        let plan = scan.layout.direct_columns()?;
+        let text = |i: usize| match &columns[i] {
+            Column::Str(ca) if ca.chunks().len() == 1 => ca.downcast_iter().next(),
+            _ => None,
+        };
+        let time = match &columns[plan.time] {
+            Column::Str(_) => DirectTime::Text(text(plan.time)?),
+            Column::Time(ca, factor) if ca.chunks().len() == 1 => DirectTime::Micros(ca.downcast_iter().next()?, *factor),
+            _ => return None,
+        };
+        let attempts = match plan.attempts.map(|i| &columns[i]) {
+            None | Some(Column::Missing) => None,
+            Some(Column::Int(ca)) if ca.chunks().len() == 1 => Some(ca.downcast_iter().next()?),
+            Some(_) => return None,
+        };
+        let signature = plan.signature.iter().map(|&i| text(i)).collect::<Option<Vec<_>>>()?;
+        Some(Direct { id: text(plan.id)?, time, attempts, signature })
+    }
+
+    fn row(&self, i: usize, key: &mut Vec<u8>) -> Option<RowFacts<'c>> {
+        key.clear();
+        for column in &self.signature {
+            push_part(key, column.get(i)?);
+        }
+        let id = self.id.get(i)?;
+        let time = match &self.time {
+            DirectTime::Text(a) => timestamp::parse_rfc3339(a.get(i)?.trim())?,
+            DirectTime::Micros(a, factor) => {
+                let v = a.get(i)?;
+                if *factor < 0 { v.div_euclid(-factor) } else { v * factor }
+            }
+        };
+        let attempts = match self.attempts {
+            None => 0,
+            Some(a) => a.get(i)?,
+        };
+        Some(RowFacts { id: Cow::Borrowed(id), time, attempts })
+    }
 }

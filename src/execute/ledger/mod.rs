@@ -1,6 +1,7 @@
 //! The durable ledger of replay work: which keys are done, claimed (by whom, until when),
 //! failed how often, or quarantined. A small async trait; SQLite and PostgreSQL implement it.
 
+mod postgres;
 mod sqlite;
 
 use std::path::Path;
@@ -8,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
 
+pub use postgres::{redact, PostgresLedger};
 pub use sqlite::SqliteLedger;
 
 use super::target::BoxFuture;
@@ -48,6 +50,29 @@ pub trait Ledger: Send + Sync {
     fn finish<'a>(&'a self, key: &'a str, how: Finish) -> BoxFuture<'a, Result<()>>;
     /// A key's state and failure count, without claiming it (for dry runs).
     fn peek<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<(String, i64)>>>;
+}
+
+/// Opens the ledger a `--ledger` names: `postgres://…` or a SQLite file path. Must run inside
+/// the tokio runtime that will use it.
+pub async fn open(spec: &str, lease_ms: i64) -> Result<Box<dyn Ledger>> {
+    if is_postgres(spec) {
+        Ok(Box::new(PostgresLedger::connect(spec, lease_ms, true).await?))
+    } else {
+        Ok(Box::new(SqliteLedger::open(Path::new(spec), lease_ms)?))
+    }
+}
+
+/// Opens an existing ledger without changing anything (for dry runs); None when there is none.
+pub async fn open_readonly(spec: &str) -> Result<Option<Box<dyn Ledger>>> {
+    if is_postgres(spec) {
+        Ok(Some(Box::new(PostgresLedger::connect(spec, 0, false).await?)))
+    } else {
+        Ok(SqliteLedger::open_readonly(Path::new(spec))?.map(|l| Box::new(l) as Box<dyn Ledger>))
+    }
+}
+
+fn is_postgres(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://")
 }
 
 pub(crate) fn now_ms() -> i64 {

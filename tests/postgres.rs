@@ -1,0 +1,73 @@
+//! The PostgreSQL ledger: several executors on one manifest share it. `make test` starts a
+//! real server on loopback and passes its URL in DLQF_POSTGRES_URL.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::stage::Stage;
+use crate::util::{vision_line, Dir};
+
+fn postgres_url() -> String {
+    std::env::var("DLQF_POSTGRES_URL").expect("DLQF_POSTGRES_URL is unset: run the tests through `make test`, which starts PostgreSQL")
+}
+
+#[test]
+fn two_executors_at_once_on_one_postgres_ledger_deliver_every_entry_once() {
+    let dir = Dir::new();
+    let run_id = std::process::id();
+    let text: String = (0..400)
+        .map(|i| vision_line(&format!("pg-{run_id}-{i:04}"), "s", if i % 5 == 0 { "open" } else { "timeout" }, "v", "2026-10-01T00:00:00Z", 0) + "\n")
+        .collect();
+    dir.create("dlq.jsonl", text);
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
+    let entries: Vec<Value> = dir.read("m.jsonl").lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let stage = Stage::start();
+    stage.behaviour.lock().unwrap().delay = std::time::Duration::from_millis(2);
+    let url = postgres_url();
+    let args = ["execute", "m.jsonl", "--target", &stage.url, "--ledger", &url, "--quarantine", "file:q.jsonl", "--concurrency", "4"];
+    let spawn = || Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success() && b.status.success(), "{}\n{}", String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr));
+    let outcome = |o: &std::process::Output| serde_json::from_slice::<Value>(&o.stdout).unwrap()["outcomes"].clone();
+    let (oa, ob) = (outcome(&a), outcome(&b));
+    let sum = |f: &str| oa[f].as_u64().unwrap() + ob[f].as_u64().unwrap();
+    let replay = entries.iter().filter(|e| e["decision"] == "replay").count() as u64;
+    assert_eq!(sum("replayed"), replay, "{oa} {ob}");
+    assert_eq!(sum("poison_uncleared"), 400 - replay);
+    assert!(oa["replayed"].as_u64().unwrap() > 0 && ob["replayed"].as_u64().unwrap() > 0, "both executors worked: {oa} {ob}");
+
+    let mut per_key: BTreeMap<String, usize> = BTreeMap::new();
+    for k in stage.keys() {
+        *per_key.entry(k).or_default() += 1;
+    }
+    assert_eq!(per_key.len() as u64, replay);
+    assert!(per_key.values().all(|&n| n == 1), "every entry delivered once");
+    let held = dir.read("q.jsonl");
+    assert_eq!(held.lines().count() as u64, 400 - replay, "each poison entry quarantined once");
+
+    // A third run on the shared ledger is a no-op; a dry run agrees without writing.
+    let again = dir.command().args(args).json();
+    assert_eq!(again["outcomes"]["skipped_idempotent"], 400);
+    let dry = dir.command().args(args).arg("--dry-run").json();
+    assert_eq!(dry["outcomes"]["skipped_idempotent"], 400);
+    assert_eq!(stage.keys().len() as u64, replay);
+}
+
+#[test]
+fn a_wrong_password_fails_clearly_without_printing_it() {
+    let dir = Dir::new();
+    dir.create("dlq.jsonl", vision_line("x", "s", "timeout", "v", "2026-10-01T00:00:00Z", 0) + "\n");
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
+    // Nothing listens on port 1: the connection fails; the password must not appear.
+    let run = dir
+        .command()
+        .args(["execute", "m.jsonl", "--target", "file:t.jsonl", "--ledger", "postgres://dlqf:hunter2secret@127.0.0.1:1/dlqf", "--quarantine", "file:q.jsonl"])
+        .expect_code(1);
+    assert!(run.stderr.contains("cannot connect"), "{}", run.stderr);
+    assert!(!run.stderr.contains("hunter2secret") && !run.stdout.contains("hunter2secret"), "{}", run.stderr);
+}
