@@ -19,39 +19,13 @@ pub fn pick_fields<'a>(line: &'a str, names: &[String], cells: &mut [Cell<'a>]) 
         Some(b'n') => return Err("expected a JSON object, got null".into()),
         _ => return Err(p.error("expected a JSON object")),
     }
-    p.pos += 1;
-    p.ws();
-    if p.peek() == Some(b'}') {
-        p.pos += 1;
-    } else {
-        loop {
-            p.ws();
-            if p.peek() != Some(b'"') {
-                return Err(p.error("expected a field name"));
-            }
-            let key = p.string()?;
-            p.ws();
-            if p.peek() != Some(b':') {
-                return Err(p.error("expected `:`"));
-            }
-            p.pos += 1;
-            p.ws();
-            match names.iter().position(|n| *n == key) {
-                Some(i) => cells[i] = p.value()?,
-                None => p.skip_value(0)?,
-            }
-            p.ws();
-            match p.peek() {
-                Some(b',') => p.pos += 1,
-                Some(b'}') => {
-                    p.pos += 1;
-                    break;
-                }
-                None => return Err(p.error("EOF while parsing an object")),
-                _ => return Err(p.error("expected `,` or `}`")),
-            }
+    p.object(|p, key| match names.iter().position(|n| *n == key) {
+        Some(i) => {
+            cells[i] = p.value()?;
+            Ok(())
         }
-    }
+        None => p.skip_value(0),
+    })?;
     p.ws();
     if p.pos != p.s.len() {
         return Err(p.error("trailing characters"));
@@ -266,6 +240,43 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// Walks an object from its `{`: `member` is called with each key when the parser stands
+    /// at that key's value, and must consume the value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>) -> Result<(), String> {
+        self.pos += 1;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b'"') => {}
+                None => return Err(self.error("EOF while parsing an object")),
+                _ => return Err(self.error("expected a field name")),
+            }
+            let key = self.string()?;
+            self.ws();
+            if self.peek() != Some(b':') {
+                return Err(self.error("expected `:`"));
+            }
+            self.pos += 1;
+            self.ws();
+            member(self, key)?;
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                None => return Err(self.error("EOF while parsing an object")),
+                _ => return Err(self.error("expected `,` or `}`")),
+            }
+        }
+    }
+
     /// Validates and skips one value (objects and arrays recursively).
     fn skip_value(&mut self, depth: usize) -> Result<(), String> {
         if depth > MAX_DEPTH {
@@ -275,38 +286,7 @@ impl<'a> Parser<'a> {
             Some(b'"') => {
                 self.skip_string()?;
             }
-            Some(b'{') => {
-                self.pos += 1;
-                self.ws();
-                if self.peek() == Some(b'}') {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.ws();
-                    if self.peek() != Some(b'"') {
-                        return Err(if self.peek().is_none() { self.error("EOF while parsing an object") } else { self.error("expected a field name") });
-                    }
-                    self.skip_string()?;
-                    self.ws();
-                    if self.peek() != Some(b':') {
-                        return Err(self.error("expected `:`"));
-                    }
-                    self.pos += 1;
-                    self.ws();
-                    self.skip_value(depth + 1)?;
-                    self.ws();
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b'}') => {
-                            self.pos += 1;
-                            return Ok(());
-                        }
-                        None => return Err(self.error("EOF while parsing an object")),
-                        _ => return Err(self.error("expected `,` or `}`")),
-                    }
-                }
-            }
+            Some(b'{') => self.object(|p, _| p.skip_value(depth + 1))?,
             Some(b'[') => {
                 self.pos += 1;
                 self.ws();
