@@ -10,6 +10,7 @@ pub mod gen;
 pub mod manifest;
 pub mod plan;
 pub mod profile;
+pub mod progress;
 pub mod report;
 pub mod signature;
 pub mod source;

@@ -14,6 +14,9 @@ use crate::signature::Signature;
 
 pub const FORMAT: &str = "dlqf.manifest/1";
 
+/// Failed attempts that make a message poison when the policy does not say.
+pub const DEFAULT_MAX_ATTEMPTS: i64 = 3;
+
 /// What the gate decided for one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -103,45 +106,12 @@ pub struct Entry {
     pub record: Value,
 }
 
-/// An entry about to be written; its record may still be the dump's own JSON text.
-pub struct PlannedEntry<'a> {
-    pub key: String,
-    pub decision: Decision,
-    pub signature: Signature,
-    pub id: String,
-    pub attempts: i64,
-    pub record: crate::source::Record<'a>,
-}
-
-#[derive(Serialize)]
-struct EntryHead<'a> {
-    key: &'a str,
-    decision: Decision,
-    signature: &'a Signature,
-    id: &'a str,
-    attempts: i64,
-}
-
 /// Hashes entry lines as they are written; the digest seals them.
 #[derive(Default)]
 pub struct Sealer {
     hasher: Sha256,
     pub entries: u64,
     pub counts: DecisionCounts,
-}
-
-/// One entry as a manifest line (with its newline), in `Entry`'s field order.
-pub fn entry_line(entry: &PlannedEntry) -> Vec<u8> {
-    let head = EntryHead { key: &entry.key, decision: entry.decision, signature: &entry.signature, id: &entry.id, attempts: entry.attempts };
-    let mut bytes = serde_json::to_vec(&head).expect("entries serialise");
-    bytes.pop();
-    bytes.extend_from_slice(b",\"record\":");
-    match &entry.record {
-        crate::source::Record::Text(text) => bytes.extend_from_slice(text.as_bytes()),
-        crate::source::Record::Object(map) => serde_json::to_writer(&mut bytes, map).expect("records serialise"),
-    }
-    bytes.extend_from_slice(b"}\n");
-    bytes
 }
 
 impl Sealer {

@@ -9,7 +9,7 @@ use dlqf::execute::target::Retry;
 use dlqf::execute::{self, quarantine, target, Options};
 use dlqf::manifest::Manifest;
 use dlqf::report;
-use dlqf::source::Progress;
+use dlqf::progress::Progress;
 
 use super::{UsageError, EXIT_ALERT};
 

@@ -7,7 +7,8 @@ use clap::builder::TypedValueParser;
 use dlqf::profile::Profile;
 use dlqf::report::OutputFormat;
 use dlqf::signature::Layout;
-use dlqf::source::{self, Accumulator, Input, Progress, Scan, Tally, Window};
+use dlqf::progress::Progress;
+use dlqf::source::{self, Accumulator, Input, Scan, Tally, Window};
 use dlqf::timestamp;
 
 use super::UsageError;

@@ -10,7 +10,7 @@ use dlqf::manifest::{self, Header, InputStamp, Sealer};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::plan::summary::Review;
-use dlqf::plan::Planner;
+use dlqf::plan::{entry_line, Planner};
 use dlqf::source::{Input, Location, Window};
 use dlqf::timestamp;
 
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut review = Review::default();
     let tally = prepared.scan().records(
         &prepared.inputs,
-        |row| planner.entry(row).map(|e| (manifest::entry_line(&e), e.signature, e.decision)),
+        |row| planner.entry(row).map(|e| (entry_line(&e), e.signature, e.decision)),
         |entry| {
             if let Some((line, signature, decision)) = entry {
                 review.add(&signature, decision);

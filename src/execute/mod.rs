@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::manifest::{Decision, Entry, Manifest};
-use crate::source::Progress;
+use crate::progress::Progress;
 use ledger::{Claim, Finish, Ledger, Purpose};
 use quarantine::Sink;
 use target::{Delivery, Target};
@@ -192,7 +192,7 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: Vec<F>) 
 }
 
 fn max_attempts(policy: &Value) -> i64 {
-    policy.get("max_attempts").and_then(Value::as_i64).unwrap_or(crate::plan::policy::DEFAULT_MAX_ATTEMPTS)
+    policy.get("max_attempts").and_then(Value::as_i64).unwrap_or(crate::manifest::DEFAULT_MAX_ATTEMPTS)
 }
 
 impl Shared<'_> {

@@ -8,12 +8,47 @@ pub mod summary;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::manifest::PlannedEntry;
+use serde::Serialize;
+
+use crate::manifest::Decision;
 use crate::profile::Profile;
 use crate::signature::{Layout, Signature};
 use crate::source::{FullRow, Record};
 use fix::Fixes;
 use policy::Policy;
+
+/// An entry about to be written; its record may still be the dump's own JSON text.
+pub struct PlannedEntry<'a> {
+    pub key: String,
+    pub decision: Decision,
+    pub signature: Signature,
+    pub id: String,
+    pub attempts: i64,
+    pub record: Record<'a>,
+}
+
+#[derive(Serialize)]
+struct EntryHead<'a> {
+    key: &'a str,
+    decision: Decision,
+    signature: &'a Signature,
+    id: &'a str,
+    attempts: i64,
+}
+
+/// One entry as a manifest line (with its newline), in `Entry`'s field order.
+pub fn entry_line(entry: &PlannedEntry) -> Vec<u8> {
+    let head = EntryHead { key: &entry.key, decision: entry.decision, signature: &entry.signature, id: &entry.id, attempts: entry.attempts };
+    let mut bytes = serde_json::to_vec(&head).expect("entries serialise");
+    bytes.pop();
+    bytes.extend_from_slice(b",\"record\":");
+    match &entry.record {
+        Record::Text(text) => bytes.extend_from_slice(text.as_bytes()),
+        Record::Object(map) => serde_json::to_writer(&mut bytes, map).expect("records serialise"),
+    }
+    bytes.extend_from_slice(b"}\n");
+    bytes
+}
 
 /// `sha256(id|part|part…)` as lowercase hex, first 16 characters (the seed's key).
 pub fn idempotency_key(id: &str, parts: &[&str]) -> String {

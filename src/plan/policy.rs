@@ -6,10 +6,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::Decision;
+use crate::manifest::{Decision, DEFAULT_MAX_ATTEMPTS};
 use crate::signature::Signature;
 
-pub const DEFAULT_MAX_ATTEMPTS: i64 = 3;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -5,7 +5,6 @@ mod json_fields;
 mod jsonl;
 mod local;
 mod parquet;
-mod progress;
 mod records;
 
 use std::path::PathBuf;
@@ -13,9 +12,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 pub use local::resolve_inputs;
-pub use progress::Progress;
 pub use records::{FullRow, Record};
 
+use crate::progress::Progress;
 use crate::signature::{Layout, RowFacts};
 
 /// How many rejected rows are kept with their `file:line: reason`; all are counted.

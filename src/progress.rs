@@ -1,4 +1,5 @@
-//! A byte-count progress bar on stderr, shown only when stderr is a terminal.
+//! Progress bars on stderr (bytes read, entries replayed), shown only when stderr is a
+//! terminal, so stdout carries nothing but the report.
 
 use std::io::IsTerminal;
 
