@@ -99,3 +99,13 @@ fn a_file_named_explicitly_is_sniffed_whatever_its_name() {
     assert_eq!(dir.command().args(["rank", "dump.bin", "--format", "json"]).json()["total"], 100);
     assert_eq!(dir.command().args(["rank", "dump.log", "--format", "json"]).json()["total"], 1);
 }
+
+#[test]
+fn a_byte_order_mark_and_crlf_line_ends_are_tolerated() {
+    let dir = Dir::new();
+    let line = |id: &str| vision_line(id, "s", "r", "v", "2026-10-01T00:00:00Z", 0);
+    dir.create("bom.jsonl", format!("\u{feff}{}\r\n{}\r\n", line("a"), line("b")));
+    let report = dir.command().args(["rank", "bom.jsonl", "--format", "json"]).json();
+    assert_eq!(report["total"], 2);
+    assert_eq!(report["rejected"], 0);
+}

@@ -158,6 +158,9 @@ impl Iterator for Chunks {
         }
         let index = self.index;
         self.index += 1;
+        if index == 0 && buf.starts_with(b"\xEF\xBB\xBF") {
+            buf.drain(..3); // a UTF-8 byte-order mark is not part of the first record
+        }
         Some(Ok((index, buf)))
     }
 }
