@@ -127,8 +127,10 @@ fn seed_items_3_to_5_replay_once_poison_is_quarantined_once_and_never_sent() {
     let stage = Stage::start();
     let digest = header["entries_sha256"].as_str().unwrap();
 
-    let first = execute(&dir, &stage, &["--expect-digest", digest]);
+    let first = execute(&dir, &stage, &["--expect-digest", digest, "--report", "report.json"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(dir.read("report.json"), first.stdout, "--report writes the printed report");
+    assert_eq!(serde_json::from_str::<Value>(&first.stdout).unwrap()["manifest"], digest);
     let o = outcomes(&first);
     assert_eq!(o["replayed"], header["counts"]["replay"]);
     assert_eq!(o["poison_attempts"], header["counts"]["poison_attempts"]);
