@@ -149,7 +149,7 @@ impl Layout {
         let time_name = &self.columns[self.time];
         let time = match &cells[self.time] {
             Cell::Time(v) => *v,
-            Cell::Str(s) => timestamp::parse_rfc3339(s.trim())
+            Cell::Str(s) => timestamp::parse_rfc3339(s)
                 .ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
             Cell::Missing => return Err(format!("field `{time_name}` is missing")),
             Cell::Null => return Err(format!("field `{time_name}` is null")),

@@ -4,8 +4,12 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 
 /// Parses `YYYY-MM-DD[T ]HH:MM:SS[.fraction](Z|±HH:MM|±HHMM)`; a missing offset means UTC.
+/// Surrounding whitespace is ignored.
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
     let b = text.as_bytes();
+    if b.first().is_some_and(u8::is_ascii_whitespace) || b.last().is_some_and(u8::is_ascii_whitespace) {
+        return parse_rfc3339(text.trim());
+    }
     if b.len() < 19 {
         return None;
     }
@@ -169,6 +173,11 @@ mod tests {
     fn accepts_space_separator_and_missing_offset() {
         assert_eq!(parse_rfc3339("2026-10-01 00:00:00"), Some(chrono_micros("2026-10-01T00:00:00Z")));
         assert_eq!(parse_rfc3339("2026-10-01T00:00:00+0000"), Some(chrono_micros("2026-10-01T00:00:00Z")));
+    }
+
+    #[test]
+    fn ignores_surrounding_whitespace() {
+        assert_eq!(parse_rfc3339(" 2026-10-01T00:00:00Z\t"), Some(chrono_micros("2026-10-01T00:00:00Z")));
     }
 
     #[test]

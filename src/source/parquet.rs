@@ -188,7 +188,7 @@ impl<'c> Direct<'c> {
         }
         let id = self.id.get(i)?;
         let time = match &self.time {
-            DirectTime::Text(a) => timestamp::parse_rfc3339(a.get(i)?.trim())?,
+            DirectTime::Text(a) => timestamp::parse_rfc3339(a.get(i)?)?,
             DirectTime::Micros(a, factor) => {
                 let v = a.get(i)?;
                 if *factor < 0 { v.div_euclid(-factor) } else { v * factor }
