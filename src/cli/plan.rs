@@ -1,12 +1,12 @@
 //! `dlqf plan`: write a replay manifest for review.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use dlqf::manifest::{self, Header, InputStamp, Sealer};
+use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, Sealer};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::plan::summary::Review;
@@ -70,8 +70,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let planner = Planner { profile: &prepared.profile, layout: &prepared.layout, policy: &policy, fixes: &fixes, signature_fields };
 
     let dir = args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let entries = TempPath(dir.join(format!(".dlqf-entries-{}.tmp", std::process::id())));
-    let mut writer = BufWriter::with_capacity(1 << 20, File::create(&entries.0).with_context(|| format!("{}: cannot create", entries.0.display()))?);
+    let header = Header {
+        manifest: manifest::FORMAT.into(),
+        created_at: timestamp::format_micros(now - now % 1_000_000),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        profile: prepared.profile.name.clone(),
+        inputs: prepared.inputs.iter().map(stamp).collect(),
+        policy: serde_json::to_value(&policy)?,
+        fixes: if fixes.fix.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&fixes)? },
+        counts: DecisionCounts { replay: u64::MAX, poison_attempts: u64::MAX, poison_uncleared: u64::MAX },
+        rejected: u64::MAX,
+        entries: u64::MAX,
+        entries_sha256: "0".repeat(64),
+    };
+    // The header comes first but is known last: reserve its widest form (JSON allows the
+    // trailing spaces that pad it), stream the entries once, then fill it in.
+    let reserved = serde_json::to_vec(&header)?.len();
+    let tmp = TempPath(dir.join(format!(".{}.tmp", args.output.file_name().unwrap_or_default().to_string_lossy())));
+    let file = File::create(&tmp.0).with_context(|| format!("{}: cannot create", tmp.0.display()))?;
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    writer.write_all(&vec![b' '; reserved])?;
+    writer.write_all(b"\n")?;
     let mut sealer = Sealer::default();
     let mut review = Review::default();
     let tally = prepared.scan().records(
@@ -86,33 +105,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok(())
         },
     )?;
-    writer.flush()?;
-    drop(writer);
+    let mut file = writer.into_inner().map_err(|e| e.into_error())?;
     prepared.check_rejects(&tally)?;
 
     let header = Header {
-        manifest: manifest::FORMAT.into(),
-        created_at: timestamp::format_micros(now - now % 1_000_000),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        profile: prepared.profile.name.clone(),
-        inputs: prepared.inputs.iter().map(stamp).collect(),
-        policy: serde_json::to_value(&policy)?,
-        fixes: if fixes.fix.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&fixes)? },
         counts: sealer.counts.clone(),
         rejected: tally.rejected,
         entries: sealer.entries,
-        entries_sha256: String::new(),
+        entries_sha256: sealer.digest(),
+        ..header
     };
-    let header = Header { entries_sha256: sealer.digest(), ..header };
-    let out_tmp = dir.join(format!(".{}.tmp", args.output.file_name().unwrap_or_default().to_string_lossy()));
-    {
-        let mut out = BufWriter::new(File::create(&out_tmp).with_context(|| format!("{}: cannot create", out_tmp.display()))?);
-        serde_json::to_writer(&mut out, &header)?;
-        out.write_all(b"\n")?;
-        std::io::copy(&mut File::open(&entries.0)?, &mut out)?;
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    }
-    std::fs::rename(&out_tmp, &args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
+    let mut line = serde_json::to_vec(&header)?;
+    line.resize(reserved, b' ');
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(&line)?;
+    drop(file);
+    std::fs::rename(&tmp.0, &args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
     let text = match args.format {
         SummaryFormat::Table => review.table(&header),
         SummaryFormat::Markdown => review.markdown(&header),
@@ -132,7 +140,7 @@ fn stamp(input: &Input) -> InputStamp {
     InputStamp { path: input.display.clone(), size: input.size, modified }
 }
 
-/// A temporary file, removed when dropped (also on error paths).
+/// A temporary file, removed when dropped unless it was renamed into place.
 struct TempPath(PathBuf);
 
 impl Drop for TempPath {

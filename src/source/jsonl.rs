@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use rayon::iter::{ParallelBridge, ParallelIterator};
 
 use super::{Accumulator, Compression, Input, LocalTally, Location, Scan, Tally};
+use super::json_fields::FieldPicker;
 use crate::signature::Cell;
 
 const CHUNK_BYTES: usize = 8 << 20;
@@ -18,6 +19,7 @@ where
     F: Fn() -> A + Sync,
 {
     let chunks = open_chunks(input, compression)?;
+    let spare = chunks.spare.clone();
 
     let folded = chunks
         .par_bridge()
@@ -27,6 +29,7 @@ where
                 let (index, bytes) = chunk?;
                 scan.progress.advance(bytes.len() as u64);
                 metas.push(parse_chunk(scan, index, &bytes, &mut acc));
+                spare.lock().expect("spare buffers").push(bytes);
                 Ok((acc, metas))
             },
         )
@@ -61,7 +64,7 @@ pub(super) fn open_chunks(input: &Input, compression: Compression) -> Result<Chu
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, raw))),
         Compression::Zstd => Box::new(zstd::Decoder::new(raw).with_context(|| format!("{}: not a zstd stream", input.display))?),
     };
-    Ok(Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES })
+    Ok(Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES, spare: Default::default() })
 }
 
 /// The lines of a chunk with their 1-based numbers within it; blank lines are skipped but
@@ -95,9 +98,10 @@ fn parse_chunk<A: Accumulator>(scan: &Scan, index: usize, bytes: &[u8], acc: &mu
     let mut cells: Vec<Cell> = vec![Cell::Missing; names.len()];
     let mut key = Vec::with_capacity(128);
     let mut tally = LocalTally::default();
+    let mut picker = FieldPicker::new(names);
     let lines = for_each_line(bytes, |line_no, line| {
         cells.iter_mut().for_each(|c| *c = Cell::Missing);
-        match parse_line(line, names, &mut cells) {
+        match parse_line(line, &mut picker, &mut cells) {
             Ok(()) => scan.take_row(&cells, &mut key, acc, &mut tally, line_no),
             Err(reason) => tally.reject(line_no, reason),
         }
@@ -106,9 +110,15 @@ fn parse_chunk<A: Accumulator>(scan: &Scan, index: usize, bytes: &[u8], acc: &mu
 }
 
 /// Parses one line as a JSON object, keeping only the fields named in `names`.
-pub(super) fn parse_line<'a>(line: &'a [u8], names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
-    let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8 at column {}", e.valid_up_to() + 1))?;
-    super::json_fields::pick_fields(text, names, cells)
+pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &mut [Cell<'a>]) -> Result<(), String> {
+    let text = match simdutf8::basic::from_utf8(line) {
+        Ok(text) => text,
+        Err(_) => {
+            let e = std::str::from_utf8(line).expect_err("simdutf8 and std agree on invalid UTF-8");
+            return Err(format!("invalid UTF-8 at column {}", e.valid_up_to() + 1));
+        }
+    };
+    picker.pick(text, cells)
 }
 
 /// Newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order.
@@ -118,6 +128,8 @@ pub(super) struct Chunks {
     index: usize,
     done: bool,
     size: usize,
+    /// Buffers handed back after parsing, reused so their pages need not be faulted in again.
+    pub(super) spare: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
 }
 
 impl Iterator for Chunks {
@@ -127,22 +139,22 @@ impl Iterator for Chunks {
         if self.done {
             return None;
         }
-        let mut buf = std::mem::take(&mut self.carry);
+        let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(&self.carry);
+        self.carry.clear();
         buf.reserve(self.size);
         loop {
             let start = buf.len();
-            let want = (start + self.size).max(buf.capacity());
-            buf.resize(want, 0);
-            let n = match read_full(&mut self.reader, &mut buf[start..]) {
+            // read_to_end fills spare capacity without zeroing it first.
+            let n = match (&mut self.reader).take(self.size as u64).read_to_end(&mut buf) {
                 Ok(n) => n,
                 Err(e) => {
                     self.done = true;
                     return Some(Err(e));
                 }
             };
-            buf.truncate(start + n);
-            let eof = start + n < want;
-            if eof {
+            if n < self.size {
                 self.done = true;
                 if buf.is_empty() {
                     return None;
@@ -150,7 +162,7 @@ impl Iterator for Chunks {
                 break;
             }
             if let Some(last_nl) = memchr::memrchr(b'\n', &buf[start..]).map(|i| i + start) {
-                self.carry = buf[last_nl + 1..].to_vec();
+                self.carry.extend_from_slice(&buf[last_nl + 1..]);
                 buf.truncate(last_nl + 1);
                 break;
             }
@@ -165,19 +177,6 @@ impl Iterator for Chunks {
     }
 }
 
-fn read_full(reader: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match reader.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,7 +189,7 @@ mod tests {
     fn picks_only_named_fields_and_keeps_their_types() {
         let names = names(&["a", "b", "c", "d"]);
         let mut cells = vec![Cell::Missing; 4];
-        parse_line(br#"{"a":"x\"y","z":{"deep":[1,2]},"b":3,"c":null}"#, &names, &mut cells).unwrap();
+        parse_line(br#"{"a":"x\"y","z":{"deep":[1,2]},"b":3,"c":null}"#, &mut FieldPicker::new(&names), &mut cells).unwrap();
         assert_eq!(cells, [Cell::Str("x\"y".into()), Cell::Int(3), Cell::Null, Cell::Missing]);
     }
 
@@ -198,16 +197,16 @@ mod tests {
     fn malformed_lines_give_a_reason() {
         let names = names(&["a"]);
         let mut cells = vec![Cell::Missing; 1];
-        let err = parse_line(br#"{"a":"x""#, &names, &mut cells).unwrap_err();
+        let err = parse_line(br#"{"a":"x""#, &mut FieldPicker::new(&names), &mut cells).unwrap_err();
         assert!(err.starts_with("invalid JSON: EOF while parsing"), "{err}");
-        let err = parse_line(b"{\"a\":\"\xff\"}", &names, &mut cells).unwrap_err();
+        let err = parse_line(b"{\"a\":\"\xff\"}", &mut FieldPicker::new(&names), &mut cells).unwrap_err();
         assert_eq!(err, "invalid UTF-8 at column 7");
     }
 
     #[test]
     fn chunks_end_on_newlines_and_cover_every_byte() {
         let text: Vec<u8> = (0..200_000).flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes()).collect();
-        let chunks = Chunks { reader: Box::new(io::Cursor::new(text.clone())), carry: Vec::new(), index: 0, done: false, size: 1000 };
+        let chunks = Chunks { reader: Box::new(io::Cursor::new(text.clone())), carry: Vec::new(), index: 0, done: false, size: 1000, spare: Default::default() };
         let parts: Vec<Vec<u8>> = chunks.map(|c| c.unwrap().1).collect();
         assert!(parts.len() > 100);
         assert!(parts.iter().all(|p| p.ends_with(b"\n")));

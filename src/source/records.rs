@@ -38,12 +38,36 @@ impl Record<'_> {
 
 impl Scan<'_> {
     /// Calls `map` on every accepted row (in parallel) and `sink` on the results in input
-    /// order: files as given, lines or rows in file order.
+    /// order: files as given, lines or rows in file order. The sink runs on its own thread,
+    /// so writing one batch overlaps parsing the next.
     pub fn records<T, F, S>(&self, inputs: &[Input], map: F, mut sink: S) -> Result<Tally>
     where
         T: Send,
         F: Fn(FullRow) -> T + Sync,
-        S: FnMut(T) -> Result<()>,
+        S: FnMut(T) -> Result<()> + Send,
+    {
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(2);
+            let writer = scope.spawn(move || -> Result<()> {
+                for items in rx {
+                    items.into_iter().try_for_each(&mut sink)?;
+                }
+                Ok(())
+            });
+            let read = self.read_records(inputs, &map, |items| tx.send(items).is_ok());
+            drop(tx);
+            let written = writer.join().expect("the sink thread does not panic");
+            // A sink error explains a stopped read, so it comes first.
+            written?;
+            read
+        })
+    }
+
+    /// Reads every input in order, handing each piece's results to `emit` (false: stop).
+    fn read_records<T, F>(&self, inputs: &[Input], map: &F, mut emit: impl FnMut(Vec<T>) -> bool) -> Result<Tally>
+    where
+        T: Send,
+        F: Fn(FullRow) -> T + Sync,
     {
         let mut tally = Tally::default();
         let batch = rayon::current_num_threads().max(1) * 2;
@@ -58,10 +82,12 @@ impl Scan<'_> {
                         if pieces.is_empty() {
                             break;
                         }
-                        let done: Vec<_> = pieces.par_iter().map(|(_, bytes)| self.jsonl_piece(bytes, &map)).collect();
+                        let done: Vec<_> = pieces.par_iter().map(|(_, bytes)| self.jsonl_piece(bytes, map)).collect();
                         for ((items, local, lines), (_, bytes)) in done.into_iter().zip(&pieces) {
                             self.progress.advance(bytes.len() as u64);
-                            items.into_iter().try_for_each(&mut sink)?;
+                            if !emit(items) {
+                                return Ok(tally);
+                            }
                             tally.absorb(local.into_tally(&input.display, lines_before));
                             lines_before += lines;
                         }
@@ -86,13 +112,15 @@ impl Scan<'_> {
                                     .read_parallel(ParallelStrategy::None);
                                 reader.set_metadata(metadata.clone());
                                 let df = reader.finish().map_err(anyhow::Error::from).with_context(|| format!("{}: corrupt row group at row {}", input.display, offset + 1))?;
-                                self.parquet_piece(&df, offset as u64, &map)
+                                self.parquet_piece(&df, offset as u64, map)
                             })
                             .collect();
                         for (result, &(_, _, bytes)) in done.into_iter().zip(window) {
                             let (items, local) = result?;
                             self.progress.advance(bytes);
-                            items.into_iter().try_for_each(&mut sink)?;
+                            if !emit(items) {
+                                return Ok(tally);
+                            }
                             tally.absorb(local.into_tally(&input.display, 0));
                         }
                     }
@@ -105,13 +133,14 @@ impl Scan<'_> {
 
     fn jsonl_piece<T, F: Fn(FullRow) -> T>(&self, bytes: &[u8], map: &F) -> (Vec<T>, LocalTally, u64) {
         let names = &self.layout.columns;
+        let mut picker = super::json_fields::FieldPicker::new(names);
         let mut cells = vec![Cell::Missing; names.len()];
         let mut key = Vec::new();
         let mut tally = LocalTally::default();
         let mut items = Vec::new();
         let lines = for_each_line(bytes, |line_no, line| {
             cells.iter_mut().for_each(|c| *c = Cell::Missing);
-            if let Err(reason) = parse_line(line, names, &mut cells) {
+            if let Err(reason) = parse_line(line, &mut picker, &mut cells) {
                 return tally.reject(line_no, reason);
             }
             match self.layout.extract(&cells, &mut key) {
