@@ -319,16 +319,28 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             self.ws();
             member(self, key)?;
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                None => return Err(self.error("EOF while parsing an object")),
-                _ => return Err(self.error("expected `,` or `}`")),
+            if self.comma_or_close(b'}')? {
+                return Ok(());
             }
+        }
+    }
+
+    /// After a member or element: false past a comma, true past the closing bracket.
+    fn comma_or_close(&mut self, close: u8) -> Result<bool, String> {
+        self.ws();
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(c) if c == close => {
+                self.pos += 1;
+                Ok(true)
+            }
+            None if close == b'}' => Err(self.error("EOF while parsing an object")),
+            None => Err(self.error("EOF while parsing a list")),
+            _ if close == b'}' => Err(self.error("expected `,` or `}`")),
+            _ => Err(self.error("expected `,` or `]`")),
         }
     }
 
@@ -352,15 +364,8 @@ impl<'a> Parser<'a> {
                 loop {
                     self.ws();
                     self.skip_value(depth + 1)?;
-                    self.ws();
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b']') => {
-                            self.pos += 1;
-                            return Ok(());
-                        }
-                        None => return Err(self.error("EOF while parsing a list")),
-                        _ => return Err(self.error("expected `,` or `]`")),
+                    if self.comma_or_close(b']')? {
+                        return Ok(());
                     }
                 }
             }
