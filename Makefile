@@ -6,6 +6,7 @@ export CARGO_TARGET_DIR
 VENV ?= $(HOME)/.cache/dlqf-venv
 PYTHON := $(VENV)/bin/python
 DUCKDB_VERSION := 2.0.1
+MOTO_VERSION := 5.2.1
 DEBUG_BIN := $(CARGO_TARGET_DIR)/debug/dlqf
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
 
@@ -23,21 +24,27 @@ build:
 release:
 	cargo build --release
 
-## Install what the tests need (DuckDB from PyPI in a venv, PostgreSQL from Debian), start a
-## throwaway PostgreSQL on loopback, run every test, stop the server whatever the outcome.
+## Install what the tests need (DuckDB and moto from PyPI in a venv, PostgreSQL from Debian),
+## start a throwaway PostgreSQL and S3 server on loopback, run every test, stop both whatever
+## the outcome.
 PG_DIR ?= /tmp/dlqf-test-pg
 PG_PORT ?= 55432
+MOTO_PORT ?= 55500
+MOTO_PID := /tmp/dlqf-test-moto.pid
+S3_ENV := AWS_ACCESS_KEY_ID=dlqf-test AWS_SECRET_ACCESS_KEY=dlqf-test-secret-8d1f AWS_REGION=us-east-1 \
+	AWS_ENDPOINT_URL=http://127.0.0.1:$(MOTO_PORT) AWS_ALLOW_HTTP=true
 test: test-deps
 	cargo build --all-targets
 	scripts/postgres.sh start $(PG_DIR) $(PG_PORT) > $(PG_DIR).url
-	DLQF_PYTHON=$(PYTHON) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
-	  status=$$?; scripts/postgres.sh stop $(PG_DIR); rm -f $(PG_DIR).url; exit $$status
+	scripts/moto.sh start $(VENV)/bin $(MOTO_PORT) $(MOTO_PID) || { scripts/postgres.sh stop $(PG_DIR); exit 1; }
+	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
+	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
 
-test-deps: $(VENV)/.duckdb-$(DUCKDB_VERSION)
+test-deps: $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)
 
-$(VENV)/.duckdb-$(DUCKDB_VERSION):
+$(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb==$(DUCKDB_VERSION)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb==$(DUCKDB_VERSION) 'moto[server]==$(MOTO_VERSION)'
 	touch $@
 
 ## Regenerate the committed sample dumps (deterministic: same bytes every time).

@@ -11,4 +11,5 @@ mod postgres;
 mod profiles;
 mod rank;
 mod replay;
+mod s3;
 mod targets;

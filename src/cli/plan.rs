@@ -135,7 +135,7 @@ fn stamp(input: &Input) -> InputStamp {
             .and_then(|m| m.modified())
             .ok()
             .map(|t| timestamp::format_micros(chrono::DateTime::<chrono::Utc>::from(t).timestamp_micros())),
-        Location::Stdin => None,
+        Location::Stdin | Location::S3 { .. } => None,
     };
     InputStamp { path: input.display.clone(), size: input.size, modified }
 }

@@ -53,13 +53,14 @@ impl OutputFormat {
 }
 
 /// Writes to `path` through a temporary file and a rename, so a reader never sees half a
-/// report; without a path, to stdout.
+/// report (to `s3://…` in one PUT); without a path, to stdout.
 pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     match path {
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(bytes).and_then(|_| out.flush()).context("writing to stdout")
         }
+        Some(path) if path.to_string_lossy().starts_with("s3://") => crate::source::s3::put(&path.to_string_lossy(), bytes.to_vec()),
         Some(path) => {
             let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
             let mut tmp = tempfile_in(dir).with_context(|| format!("{}: cannot create a file in {}", path.display(), dir.display()))?;

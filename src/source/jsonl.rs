@@ -58,6 +58,7 @@ pub(super) fn open_chunks(input: &Input, compression: Compression) -> Result<Chu
     let raw: Box<dyn Read + Send> = match &input.location {
         Location::Stdin => Box::new(io::stdin()),
         Location::Path(p) => Box::new(File::open(p).with_context(|| format!("{}: cannot open", input.display))?),
+        Location::S3 { bucket, key } => super::s3::open(bucket, key)?,
     };
     let reader: Box<dyn Read + Send> = match compression {
         Compression::None => raw,

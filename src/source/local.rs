@@ -15,6 +15,7 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Input>> {
     let mut inputs = Vec::new();
     let mut seen = HashSet::new();
     let mut stdin_seen = false;
+    let mut seen_urls = HashSet::new();
     for arg in args {
         if arg == "-" {
             if !stdin_seen {
@@ -24,7 +25,12 @@ pub fn resolve_inputs(args: &[String]) -> Result<Vec<Input>> {
             continue;
         }
         if arg.starts_with("s3://") {
-            bail!("{arg}: s3:// inputs are not supported in this version; copy the objects to local disk first");
+            for input in super::s3::resolve(arg)? {
+                if seen_urls.insert(input.display.clone()) {
+                    inputs.push(input);
+                }
+            }
+            continue;
         }
         let path = Path::new(arg);
         let mut found = Vec::new();

@@ -6,6 +6,7 @@ mod jsonl;
 mod local;
 mod parquet;
 mod records;
+pub mod s3;
 
 use std::path::PathBuf;
 
@@ -37,6 +38,7 @@ pub enum Format {
 pub enum Location {
     Stdin,
     Path(PathBuf),
+    S3 { bucket: String, key: String },
 }
 
 /// One concrete input: a file (or stdin) with a known format.
@@ -118,7 +120,10 @@ impl Scan<'_> {
         let mut tally = Tally::default();
         for input in inputs {
             let (part, part_tally) = match input.format {
-                Format::Parquet => parquet::scan(self, input, &make)?,
+                Format::Parquet => {
+                    let local = LocalCopy::of(input)?;
+                    parquet::scan(self, local.path(), &input.display, &make)?
+                }
                 Format::Jsonl(compression) => jsonl::scan(self, input, compression, &make)?,
             };
             acc.merge(part);
@@ -147,6 +152,29 @@ impl Scan<'_> {
                 }
             }
             Err(reason) => tally.reject(line, reason),
+        }
+    }
+}
+
+/// A Parquet input as a local file: the file itself, or an S3 object downloaded for the scan.
+pub(crate) enum LocalCopy<'a> {
+    Borrowed(&'a std::path::Path),
+    Downloaded(s3::TempDownload),
+}
+
+impl<'a> LocalCopy<'a> {
+    pub(crate) fn of(input: &'a Input) -> Result<LocalCopy<'a>> {
+        match &input.location {
+            Location::Path(p) => Ok(LocalCopy::Borrowed(p)),
+            Location::S3 { bucket, key } => Ok(LocalCopy::Downloaded(s3::download(bucket, key)?)),
+            Location::Stdin => anyhow::bail!("{}: Parquet cannot be read from stdin", input.display),
+        }
+    }
+
+    pub(crate) fn path(&self) -> &std::path::Path {
+        match self {
+            LocalCopy::Borrowed(p) => p,
+            LocalCopy::Downloaded(t) => &t.0,
         }
     }
 }

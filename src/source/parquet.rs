@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use polars::prelude::{
@@ -11,20 +12,17 @@ use polars::prelude::{
 };
 use rayon::prelude::*;
 
-use super::{Accumulator, Input, LocalTally, Location, Scan, Tally};
+use super::{Accumulator, LocalTally, Scan, Tally};
 use crate::signature::{push_part, Cell, RowFacts};
 use crate::timestamp;
 
-pub(super) fn scan<A, F>(scan: &Scan, input: &Input, make: &F) -> Result<(A, Tally)>
+pub(super) fn scan<A, F>(scan: &Scan, path: &Path, display: &str, make: &F) -> Result<(A, Tally)>
 where
     A: Accumulator,
     F: Fn() -> A + Sync,
 {
-    let Location::Path(path) = &input.location else {
-        anyhow::bail!("{}: Parquet cannot be read from stdin", input.display);
-    };
-    let not_parquet = || format!("{}: not a readable Parquet file", input.display);
-    let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{}: cannot open", input.display))?);
+    let not_parquet = || format!("{display}: not a readable Parquet file");
+    let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{display}: cannot open"))?);
     let schema = reader.schema().with_context(not_parquet)?;
     let metadata = reader.get_metadata().with_context(not_parquet)?.clone();
     let present: Vec<String> = scan.layout.columns.iter().filter(|c| schema.contains(c)).cloned().collect();
@@ -39,12 +37,12 @@ where
     let folded = groups
         .par_iter()
         .map(|&(offset, rows, bytes)| -> Result<(A, LocalTally)> {
-            let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{}: cannot open", input.display))?)
+            let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{display}: cannot open"))?)
                 .with_columns(Some(present.clone()))
                 .with_slice(Some((offset, rows)))
                 .read_parallel(ParallelStrategy::None);
             reader.set_metadata(metadata.clone());
-            let df = reader.finish().with_context(|| format!("{}: corrupt row group at row {}", input.display, offset + 1))?;
+            let df = reader.finish().with_context(|| format!("{display}: corrupt row group at row {}", offset + 1))?;
             let mut acc = make();
             let mut tally = LocalTally::default();
             fold_frame(scan, &df, offset as u64, &mut acc, &mut tally)?;
@@ -60,7 +58,7 @@ where
             },
         )?;
     let (acc, tally) = folded;
-    Ok((acc, tally.into_tally(&input.display, 0)))
+    Ok((acc, tally.into_tally(display, 0)))
 }
 
 /// A column converted to one of the few physical shapes the profile can interpret.

@@ -10,7 +10,7 @@ use serde_json::{Map, Number, Value};
 
 use super::jsonl::{for_each_line, open_chunks, parse_line};
 use super::parquet::Column;
-use super::{Format, Input, LocalTally, Location, Scan, Tally};
+use super::{Format, Input, LocalTally, Scan, Tally};
 use crate::signature::{Cell, RowFacts};
 use crate::timestamp;
 
@@ -94,7 +94,8 @@ impl Scan<'_> {
                     }
                 }
                 Format::Parquet => {
-                    let Location::Path(path) = &input.location else { unreachable!("parquet comes from files") };
+                    let local = super::LocalCopy::of(input)?;
+                    let path = local.path();
                     let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{}: cannot open", input.display))?);
                     let metadata = reader.get_metadata().map_err(anyhow::Error::from).with_context(|| format!("{}: not a readable Parquet file", input.display))?.clone();
                     let mut groups = Vec::new();

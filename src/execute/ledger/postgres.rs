@@ -13,7 +13,11 @@ pub struct PostgresLedger {
     lease_ms: i64,
 }
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS dlqf_ledger (
+/// Executors starting together would race on CREATE TABLE IF NOT EXISTS (it is not safe
+/// under concurrency in PostgreSQL), so creation holds a transaction-scoped advisory lock.
+const SCHEMA: &str = "BEGIN;
+SELECT pg_advisory_xact_lock(72350013);
+CREATE TABLE IF NOT EXISTS dlqf_ledger (
     key TEXT PRIMARY KEY,
     state TEXT NOT NULL CHECK (state IN ('claimed', 'failed', 'done', 'quarantining', 'quarantined')),
     failures BIGINT NOT NULL DEFAULT 0,
@@ -21,7 +25,8 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS dlqf_ledger (
     lease_until BIGINT,
     manifest TEXT,
     updated_at BIGINT NOT NULL
-)";
+);
+COMMIT;";
 
 /// Takes the key when it is new, released after a failure, ours, or its claim lapsed.
 const CLAIM: &str = "INSERT INTO dlqf_ledger AS l (key, state, failures, owner, lease_until, manifest, updated_at)

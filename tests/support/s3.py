@@ -1,0 +1,20 @@
+"""Test fixtures in the loopback S3 server (endpoint and credentials from AWS_* variables).
+
+usage: s3.py mkbucket BUCKET | s3.py put BUCKET KEY FILE | s3.py get BUCKET KEY
+"""
+import os
+import sys
+
+import boto3
+
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ.get("AWS_REGION", "us-east-1"))
+cmd = sys.argv[1]
+if cmd == "mkbucket":
+    s3.create_bucket(Bucket=sys.argv[2])
+elif cmd == "put":
+    with open(sys.argv[4], "rb") as f:
+        s3.put_object(Bucket=sys.argv[2], Key=sys.argv[3], Body=f.read())
+elif cmd == "get":
+    sys.stdout.buffer.write(s3.get_object(Bucket=sys.argv[2], Key=sys.argv[3])["Body"].read())
+else:
+    sys.exit(f"unknown command {cmd}")
