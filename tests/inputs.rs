@@ -109,3 +109,19 @@ fn a_byte_order_mark_and_crlf_line_ends_are_tolerated() {
     assert_eq!(report["total"], 2);
     assert_eq!(report["rejected"], 0);
 }
+
+#[test]
+fn since_and_until_skip_day_partitions_without_reading_them() {
+    let dir = Dir::new();
+    let line = |id: &str, day: u32| vision_line(id, "s", "r", "v", &format!("2026-10-{day:02}T12:00:00Z"), 0) + "\n";
+    dir.create("dlq/dt=2026-10-01/part-0.jsonl", line("a", 1));
+    dir.create("dlq/dt=2026-10-02/part-0.jsonl", line("b", 2));
+    dir.create("dlq/dt=2026-10-03/part-0.parquet", "PAR1 not parquet at all PAR1");
+    // The corrupt partition is outside the window, so it is never opened.
+    let report = dir.command().args(["rank", "dlq", "--format", "json", "--since", "2026-10-02", "--until", "2026-10-03"]).json();
+    assert_eq!(report["total"], 1);
+    assert_eq!(report["buckets"][0]["example_id"], "b");
+    // Inside the window it is read, and named as corrupt.
+    let run = dir.command().args(["rank", "dlq", "--since", "2026-10-02"]).expect_code(1);
+    assert!(run.stderr.contains("dt=2026-10-03/part-0.parquet: not a readable Parquet file"), "{}", run.stderr);
+}

@@ -103,7 +103,7 @@ impl InputArgs {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let inputs = source::resolve_inputs(&self.inputs)?;
+        let inputs = source::prune_partitions(source::resolve_inputs(&self.inputs)?, window);
         if inputs.is_empty() {
             eprintln!("dlqf: warning: no dump files found in {}", self.inputs.join(" "));
         }

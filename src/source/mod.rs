@@ -71,6 +71,31 @@ impl Window {
     }
 }
 
+/// Drops inputs inside hive day partitions (`dt=YYYY-MM-DD/` or `date=YYYY-MM-DD/`) whose day
+/// lies wholly outside the window, so they are never read. A partition's day is taken to be
+/// the day of the failures it holds.
+pub fn prune_partitions(inputs: Vec<Input>, window: Window) -> Vec<Input> {
+    if window.since.is_none() && window.until.is_none() {
+        return inputs;
+    }
+    inputs
+        .into_iter()
+        .filter(|input| {
+            let day = input.display.split('/').find_map(|part| {
+                let value = part.strip_prefix("dt=").or_else(|| part.strip_prefix("date="))?;
+                crate::timestamp::parse_rfc3339(&format!("{value}T00:00:00Z"))
+            });
+            match day {
+                None => true,
+                Some(start) => {
+                    let end = start + 86_400_000_000;
+                    window.since.is_none_or(|s| end > s) && window.until.is_none_or(|u| start < u)
+                }
+            }
+        })
+        .collect()
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reject {
     pub input: String,
