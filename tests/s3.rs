@@ -66,3 +66,22 @@ fn missing_buckets_and_keys_are_errors_naming_the_object_and_never_show_the_secr
     let secret = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap();
     assert!(!run.stderr.contains(&secret) && !run.stdout.contains(&secret));
 }
+
+#[test]
+fn a_manifest_can_be_planned_from_and_written_to_s3() {
+    let dir = Dir::new();
+    let b = bucket("plan");
+    dir.gen("dlq.jsonl", &["--rows", "500", "--seed", "34"]);
+    s3(&["put", &b, "dlq/dlq.jsonl", dir.join("dlq.jsonl").to_str().unwrap()]);
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "local.jsonl"]).ok();
+    let url = format!("s3://{b}/manifests/m.jsonl");
+    dir.command().args(["plan", &format!("s3://{b}/dlq/"), "--policy", "policy.toml", "-o", &url]).ok();
+    let remote = String::from_utf8(s3(&["get", &b, "manifests/m.jsonl"])).unwrap();
+    let local = dir.read("local.jsonl");
+    let entries = |t: &str| t[t.find('\n').unwrap()..].to_string();
+    assert_eq!(entries(&remote), entries(&local), "same entries from S3 as from disk");
+    dir.create("remote.jsonl", &remote);
+    let show = dir.command().args(["show", "remote.jsonl"]).ok();
+    assert!(show.contains("500 entries"), "{show}");
+}

@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     fix: Option<PathBuf>,
 
-    /// Where to write the manifest (JSON-lines).
+    /// Where to write the manifest (JSON-lines): a file, or s3://bucket/key.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: PathBuf,
 
@@ -69,7 +69,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     policy.check_fields(&signature_fields).map_err(|e| UsageError(format!("policy: {e:#}")))?;
     let planner = Planner { profile: &prepared.profile, layout: &prepared.layout, policy: &policy, fixes: &fixes, signature_fields };
 
-    let dir = args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let to_s3 = args.output.to_string_lossy().starts_with("s3://");
+    let temp_dir = std::env::temp_dir();
+    let dir = if to_s3 { temp_dir.as_path() } else { args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")) };
     let header = Header {
         manifest: manifest::FORMAT.into(),
         created_at: timestamp::format_micros(now - now % 1_000_000),
@@ -86,7 +88,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // The header comes first but is known last: reserve its widest form (JSON allows the
     // trailing spaces that pad it), stream the entries once, then fill it in.
     let reserved = serde_json::to_vec(&header)?.len();
-    let tmp = TempPath(dir.join(format!(".{}.tmp", args.output.file_name().unwrap_or_default().to_string_lossy())));
+    let tmp = TempPath(dir.join(format!(".{}.{}.tmp", args.output.file_name().unwrap_or_default().to_string_lossy(), std::process::id())));
     let file = File::create(&tmp.0).with_context(|| format!("{}: cannot create", tmp.0.display()))?;
     let mut writer = BufWriter::with_capacity(1 << 20, file);
     writer.write_all(&vec![b' '; reserved])?;
@@ -120,7 +122,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     file.seek(SeekFrom::Start(0))?;
     file.write_all(&line)?;
     drop(file);
-    std::fs::rename(&tmp.0, &args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
+    if to_s3 {
+        dlqf::source::s3::upload_file(&args.output.to_string_lossy(), &tmp.0)?;
+    } else {
+        std::fs::rename(&tmp.0, &args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
+    }
     let text = match args.format {
         SummaryFormat::Table => review.table(&header),
         SummaryFormat::Markdown => review.markdown(&header),

@@ -172,3 +172,27 @@ pub fn put(url: &str, bytes: Vec<u8>) -> Result<()> {
     RUNTIME.block_on(store.put(&ObjectPath::from(key.as_str()), bytes.into())).map_err(|e| s3_error(url, "cannot write", e))?;
     Ok(())
 }
+
+/// Uploads a local file to `s3://…` in parts, without holding it in memory (manifests).
+pub fn upload_file(url: &str, file: &std::path::Path) -> Result<()> {
+    let (bucket, key) = split(url)?;
+    let store = store(&bucket)?;
+    let mut source = std::fs::File::open(file).with_context(|| format!("{}: cannot read", file.display()))?;
+    RUNTIME
+        .block_on(async {
+            let upload = store.put_multipart(&ObjectPath::from(key.as_str())).await?;
+            let mut writer = object_store::WriteMultipart::new(upload);
+            let mut buf = vec![0u8; 8 << 20];
+            loop {
+                let n = source.read(&mut buf).map_err(|e| object_store::Error::Generic { store: "S3", source: Box::new(e) })?;
+                if n == 0 {
+                    break;
+                }
+                writer.wait_for_capacity(4).await?;
+                writer.write(&buf[..n]);
+            }
+            writer.finish().await
+        })
+        .map_err(|e| s3_error(url, "cannot write", e))?;
+    Ok(())
+}
