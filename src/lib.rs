@@ -15,3 +15,4 @@ pub mod report;
 pub mod signature;
 pub mod source;
 pub mod timestamp;
+pub mod values;

@@ -9,6 +9,7 @@ mod gen;
 mod inputs;
 mod postgres;
 mod profiles;
+mod query;
 mod rank;
 mod replay;
 mod s3;

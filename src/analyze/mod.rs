@@ -2,6 +2,7 @@
 //! values among millions of rows); normalisation then runs once per distinct raw tuple.
 
 pub mod rank;
+pub mod sql;
 
 use std::collections::HashMap;
 

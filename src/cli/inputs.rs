@@ -151,7 +151,7 @@ impl Prepared {
     }
 }
 
-fn report_rejects(tally: &Tally) {
+pub fn report_rejects(tally: &Tally) {
     if tally.rejected == 0 {
         return;
     }

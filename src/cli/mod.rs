@@ -5,6 +5,7 @@ mod execute;
 mod gen;
 mod inputs;
 mod plan;
+mod query;
 mod rank;
 mod show;
 
@@ -59,6 +60,7 @@ enum Command {
     Plan(plan::Args),
     Show(show::Args),
     Execute(execute::Args),
+    Query(query::Args),
     Gen(gen::Args),
 }
 
@@ -77,6 +79,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Plan(args) => plan::run(args),
         Command::Show(args) => show::run(args),
         Command::Execute(args) => execute::run(args),
+        Command::Query(args) => query::run(args),
         Command::Gen(args) => gen::run(args),
     }
 }

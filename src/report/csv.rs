@@ -36,7 +36,8 @@ pub fn text_cell(value: &str) -> String {
     }
 }
 
-fn quote(cell: &str) -> String {
+/// An RFC 4180 field: quoted when it holds a comma, a quote or a line break.
+pub fn quote(cell: &str) -> String {
     if cell.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", cell.replace('"', "\"\""))
     } else {

@@ -55,6 +55,12 @@ where
 
 /// The input's bytes, decompressed, as numbered newline-aligned chunks.
 pub(super) fn open_chunks(input: &Input, compression: Compression) -> Result<Chunks> {
+    let reader = open_reader(input, compression)?;
+    Ok(Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES, spare: Default::default() })
+}
+
+/// The input's bytes, decompressed, from a file, stdin or S3.
+pub fn open_reader(input: &Input, compression: Compression) -> Result<Box<dyn Read + Send>> {
     let raw: Box<dyn Read + Send> = match &input.location {
         Location::Stdin => Box::new(io::stdin()),
         Location::Path(p) => Box::new(File::open(p).with_context(|| format!("{}: cannot open", input.display))?),
@@ -65,12 +71,12 @@ pub(super) fn open_chunks(input: &Input, compression: Compression) -> Result<Chu
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, raw))),
         Compression::Zstd => Box::new(zstd::Decoder::new(raw).with_context(|| format!("{}: not a zstd stream", input.display))?),
     };
-    Ok(Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES, spare: Default::default() })
+    Ok(reader)
 }
 
 /// The lines of a chunk with their 1-based numbers within it; blank lines are skipped but
 /// counted. Returns the number of lines.
-pub(super) fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> u64 {
+pub fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> u64 {
     let mut line_no = 0u64;
     let mut rest = bytes;
     while !rest.is_empty() {

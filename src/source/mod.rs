@@ -1,7 +1,7 @@
 //! Where records come from: resolves the user's input arguments to concrete inputs and scans
 //! them in parallel into an accumulator, counting and naming every row it cannot read.
 
-mod json_fields;
+pub mod json_fields;
 mod jsonl;
 mod local;
 mod parquet;
@@ -13,6 +13,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 pub use local::resolve_inputs;
+pub use json_fields::FieldPicker;
+pub use jsonl::{for_each_line, open_reader};
 pub use records::{FullRow, Record};
 
 use crate::progress::Progress;
@@ -182,13 +184,13 @@ impl Scan<'_> {
 }
 
 /// A Parquet input as a local file: the file itself, or an S3 object downloaded for the scan.
-pub(crate) enum LocalCopy<'a> {
+pub enum LocalCopy<'a> {
     Borrowed(&'a std::path::Path),
     Downloaded(s3::TempDownload),
 }
 
 impl<'a> LocalCopy<'a> {
-    pub(crate) fn of(input: &'a Input) -> Result<LocalCopy<'a>> {
+    pub fn of(input: &'a Input) -> Result<LocalCopy<'a>> {
         match &input.location {
             Location::Path(p) => Ok(LocalCopy::Borrowed(p)),
             Location::S3 { bucket, key } => Ok(LocalCopy::Downloaded(s3::download(bucket, key)?)),
@@ -196,7 +198,7 @@ impl<'a> LocalCopy<'a> {
         }
     }
 
-    pub(crate) fn path(&self) -> &std::path::Path {
+    pub fn path(&self) -> &std::path::Path {
         match self {
             LocalCopy::Borrowed(p) => p,
             LocalCopy::Downloaded(t) => &t.0,

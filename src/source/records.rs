@@ -4,15 +4,14 @@
 use std::fs::File;
 
 use anyhow::{Context, Result};
-use polars::prelude::{AnyValue, DataFrame, DataType, ParallelStrategy, ParquetReader, SerReader, TimeUnit};
+use polars::prelude::{DataFrame, DataType, ParallelStrategy, ParquetReader, SerReader};
 use rayon::prelude::*;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use super::jsonl::{for_each_line, open_chunks, parse_line};
 use super::parquet::Column;
 use super::{Format, Input, LocalTally, Scan, Tally};
 use crate::signature::{Cell, RowFacts};
-use crate::timestamp;
 
 /// An accepted row: its raw signature key, facts, and the full record.
 pub struct FullRow<'a> {
@@ -185,7 +184,7 @@ impl Scan<'_> {
                 Ok(facts) => {
                     let mut record = Map::new();
                     for (name, series) in &all {
-                        record.insert(name.clone(), to_json(series.get(i)?));
+                        record.insert(name.clone(), crate::values::to_json(series.get(i)?));
                     }
                     tally.accepted += 1;
                     items.push(map(FullRow { key: &key, facts, record: Record::Object(record) }));
@@ -193,44 +192,5 @@ impl Scan<'_> {
             }
         }
         Ok((items, tally))
-    }
-}
-
-/// A Parquet value as JSON: timestamps as RFC 3339 text, nested values as JSON.
-fn to_json(value: AnyValue) -> Value {
-    match value {
-        AnyValue::Null => Value::Null,
-        AnyValue::Boolean(b) => Value::Bool(b),
-        AnyValue::String(s) => Value::String(s.to_string()),
-        AnyValue::StringOwned(s) => Value::String(s.to_string()),
-        AnyValue::UInt8(v) => v.into(),
-        AnyValue::UInt16(v) => v.into(),
-        AnyValue::UInt32(v) => v.into(),
-        AnyValue::UInt64(v) => v.into(),
-        AnyValue::Int8(v) => v.into(),
-        AnyValue::Int16(v) => v.into(),
-        AnyValue::Int32(v) => v.into(),
-        AnyValue::Int64(v) => v.into(),
-        AnyValue::Float32(v) => Number::from_f64(v.into()).map(Value::Number).unwrap_or(Value::Null),
-        AnyValue::Float64(v) => Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null),
-        AnyValue::Date(days) => Value::String(timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10].to_string()),
-        AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
-            let micros = match unit {
-                TimeUnit::Nanoseconds => v.div_euclid(1000),
-                TimeUnit::Microseconds => v,
-                TimeUnit::Milliseconds => v * 1000,
-            };
-            Value::String(timestamp::format_micros(micros))
-        }
-        AnyValue::List(series) => Value::Array(series.iter().map(to_json).collect()),
-        av @ AnyValue::Struct(..) => {
-            let AnyValue::Struct(_, _, fields) = av else { unreachable!() };
-            let mut map = Map::new();
-            for (field, v) in fields.iter().zip(av._iter_struct_av()) {
-                map.insert(field.name().to_string(), to_json(v));
-            }
-            Value::Object(map)
-        }
-        other => Value::String(other.to_string()),
     }
 }

@@ -126,16 +126,22 @@ pub fn open(bucket: &str, key: &str) -> Result<Box<dyn Read + Send>> {
 
 /// Downloads an object to a temporary file (Parquet readers need to seek); removed on drop.
 pub fn download(bucket: &str, key: &str) -> Result<TempDownload> {
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!(".dlqf-s3-{}-{n}", std::process::id()));
-    let temp = TempDownload(path);
+    let temp = TempDownload::new()?;
     let mut file = std::fs::File::create(&temp.0).with_context(|| format!("{}: cannot create", temp.0.display()))?;
     io::copy(&mut open(bucket, key)?, &mut file).with_context(|| format!("s3://{bucket}/{key}: read error"))?;
     Ok(temp)
 }
 
+/// A temporary local file, removed on drop.
 pub struct TempDownload(pub PathBuf);
+
+impl TempDownload {
+    pub fn new() -> Result<TempDownload> {
+        static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(TempDownload(std::env::temp_dir().join(format!(".dlqf-tmp-{}-{n}", std::process::id()))))
+    }
+}
 
 impl Drop for TempDownload {
     fn drop(&mut self) {

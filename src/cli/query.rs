@@ -1,0 +1,88 @@
+//! `dlqf query`: SQL over the dumps' raw records (table `dlq`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use dlqf::analyze::sql;
+use dlqf::report::csv::{quote as csv_quote, text_cell};
+use dlqf::report::{self, table};
+use dlqf::source;
+use serde_json::Value;
+
+use super::UsageError;
+
+/// Run SQL against the loaded records: every input's raw columns form table `dlq`.
+///
+/// The files in queries/ (rank.sql, …) are standard SQL over those raw columns, with the
+/// normalisation written in SQL, so they also run unchanged on DuckDB
+/// (`CREATE VIEW dlq AS SELECT * FROM read_parquet('…')`) or Spark SQL.
+///
+/// Examples:
+///   dlqf query sample_data/vision/ --file queries/rank.sql
+///   dlqf query dumps/ -e "SELECT stage, count(*) AS n FROM dlq GROUP BY stage" --format json
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Dump files, directories, globs, s3:// URLs, or - for JSON-lines on stdin.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<String>,
+
+    /// The SQL to run.
+    #[arg(short = 'e', long = "execute", value_name = "SQL", conflicts_with = "file", required_unless_present = "file")]
+    sql: Option<String>,
+
+    /// A file holding the SQL to run.
+    #[arg(long, value_name = "FILE")]
+    file: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_parser = ["table", "json", "csv"], default_value = "table")]
+    format: String,
+
+    /// Write the result to this file instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let text = match (&args.sql, &args.file) {
+        (Some(sql), _) => sql.clone(),
+        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?,
+        (None, None) => return Err(UsageError("give the SQL with -e or --file".into()).into()),
+    };
+    let inputs = source::resolve_inputs(&args.inputs)?;
+    let (df, tally) = sql::query(&inputs, &text)?;
+    super::inputs::report_rejects(&tally);
+    let rows = dlqf::values::rows(&df)?;
+    let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();
+    let bytes = match args.format.as_str() {
+        "json" => report::json::render(&rows)?,
+        "csv" => {
+            let mut out = String::new();
+            out.push_str(&names.iter().map(|n| csv_quote(&text_cell(n))).collect::<Vec<_>>().join(","));
+            out.push_str("\r\n");
+            for row in &rows {
+                out.push_str(&row.values().map(|v| csv_quote(&cell_text(v, true))).collect::<Vec<_>>().join(","));
+                out.push_str("\r\n");
+            }
+            out.into_bytes()
+        }
+        _ => {
+            let cells: Vec<Vec<String>> = rows.iter().map(|r| r.values().map(|v| cell_text(v, false)).collect()).collect();
+            table::render(&names, &cells, 0).into_bytes()
+        }
+    };
+    report::write_output(args.output.as_deref(), &bytes)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cell_text(value: &Value, for_csv: bool) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::String(s) if for_csv => text_cell(s),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+

@@ -1,0 +1,54 @@
+//! Polars values as JSON (timestamps as RFC 3339 text, nested values as JSON), shared by the
+//! records a plan carries and the rows a query returns.
+
+use polars::prelude::{AnyValue, DataFrame, TimeUnit};
+use serde_json::{Map, Number, Value};
+
+use crate::timestamp;
+
+/// A Parquet value as JSON: timestamps as RFC 3339 text, nested values as JSON.
+pub fn to_json(value: AnyValue) -> Value {
+    match value {
+        AnyValue::Null => Value::Null,
+        AnyValue::Boolean(b) => Value::Bool(b),
+        AnyValue::String(s) => Value::String(s.to_string()),
+        AnyValue::StringOwned(s) => Value::String(s.to_string()),
+        AnyValue::UInt8(v) => v.into(),
+        AnyValue::UInt16(v) => v.into(),
+        AnyValue::UInt32(v) => v.into(),
+        AnyValue::UInt64(v) => v.into(),
+        AnyValue::Int8(v) => v.into(),
+        AnyValue::Int16(v) => v.into(),
+        AnyValue::Int32(v) => v.into(),
+        AnyValue::Int64(v) => v.into(),
+        AnyValue::Float32(v) => Number::from_f64(v.into()).map(Value::Number).unwrap_or(Value::Null),
+        AnyValue::Float64(v) => Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null),
+        AnyValue::Date(days) => Value::String(timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10].to_string()),
+        AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
+            let micros = match unit {
+                TimeUnit::Nanoseconds => v.div_euclid(1000),
+                TimeUnit::Microseconds => v,
+                TimeUnit::Milliseconds => v * 1000,
+            };
+            Value::String(timestamp::format_micros(micros))
+        }
+        AnyValue::List(series) => Value::Array(series.iter().map(to_json).collect()),
+        av @ AnyValue::Struct(..) => {
+            let AnyValue::Struct(_, _, fields) = av else { unreachable!() };
+            let mut map = Map::new();
+            for (field, v) in fields.iter().zip(av._iter_struct_av()) {
+                map.insert(field.name().to_string(), to_json(v));
+            }
+            Value::Object(map)
+        }
+        other => Value::String(other.to_string()),
+    }
+}
+
+/// A frame's rows as JSON objects, columns in order.
+pub fn rows(df: &DataFrame) -> anyhow::Result<Vec<Map<String, Value>>> {
+    let columns: Vec<_> = df.columns().iter().map(|c| (c.name().to_string(), c.as_materialized_series().clone())).collect();
+    (0..df.height())
+        .map(|i| columns.iter().map(|(name, s)| Ok((name.clone(), to_json(s.get(i)?)))).collect())
+        .collect()
+}
