@@ -95,6 +95,51 @@ def bench_replay(args, work):
     return rows
 
 
+def bench_scale(args):
+    """rank over 100M Parquet rows (ten hard links of the 10M-row file: same bytes, ten inputs)
+    against the 10M-row run, and rank of the 10M-row file from the loopback S3 server."""
+    rows = []
+    parquet = os.path.join(args.data, f"vision-{args.rows}.parquet")
+    many = os.path.join(args.data, "x10")
+    os.makedirs(many, exist_ok=True)
+    for i in range(10):
+        link = os.path.join(many, f"part-{i}.parquet")
+        if not os.path.exists(link):
+            os.link(parquet, link)
+    ones, tens = [], []
+    for _ in range(args.runs):
+        ones.append(measure([args.dlqf, "--threads", str(args.threads), "rank", parquet, "--format", "json", "--no-progress"]))
+        tens.append(measure([args.dlqf, "--threads", str(args.threads), "rank", many, "--format", "json", "--no-progress"]))
+    one, one_rss = statistics.median(r[0] for r in ones), max(r[1] for r in ones)
+    ten, ten_rss, out = statistics.median(r[0] for r in tens), max(r[1] for r in tens), tens[0][2]
+    import json
+    total = json.loads(out)["total"]
+    rows.append(f"| rank {total:,} Parquet rows (10 files) | {ten:.2f} s | {ten_rss:.0f} MiB | {ten / one:.2f}x the 10M-row time ({one:.2f} s, {one_rss:.0f} MiB) |")
+
+    port = free_port()
+    moto = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import boto3
+        env = dict(os.environ, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
+                   AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ALLOW_HTTP="true")
+        for _ in range(100):
+            try:
+                s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                                  aws_access_key_id="bench", aws_secret_access_key="bench")
+                s3.create_bucket(Bucket="bench")
+                break
+            except Exception:
+                time.sleep(0.1)
+        s3.upload_file(parquet, "bench", "dlq/vision.parquet")
+        os.environ.update({k: env[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP")})
+        wall, rss, _ = measure([args.dlqf, "--threads", str(args.threads), "rank", "s3://bench/dlq/", "--format", "json", "--no-progress"])
+        rows.append(f"| rank the 10M-row Parquet from S3 (moto on loopback) | {wall:.2f} s | {rss:.0f} MiB | {wall / one:.2f}x local |")
+    finally:
+        moto.terminate()
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dlqf", required=True)
@@ -104,6 +149,7 @@ def main():
     ap.add_argument("--data", default=os.path.expanduser("~/.cache/dlqf-bench"))
     ap.add_argument("--skip-rank", action="store_true")
     ap.add_argument("--skip-replay", action="store_true")
+    ap.add_argument("--skip-scale", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
     parquet = os.path.join(args.data, f"vision-{args.rows}.parquet")
@@ -142,6 +188,11 @@ def main():
             print("|---|---:|---:|---:|---|")
             for row in bench_replay(args, work):
                 print(row)
+    if not args.skip_scale:
+        print("\n| scale | wall | peak RSS | comparison |")
+        print("|---|---:|---:|---|")
+        for row in bench_scale(args):
+            print(row)
 
 
 if __name__ == "__main__":
