@@ -7,6 +7,7 @@ VENV ?= $(HOME)/.cache/dlqf-venv
 PYTHON := $(VENV)/bin/python
 DUCKDB_VERSION := 2.0.1
 MOTO_VERSION := 5.2.1
+PYSPARK_VERSION := 4.0.1
 DEBUG_BIN := $(CARGO_TARGET_DIR)/debug/dlqf
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
 
@@ -24,7 +25,8 @@ build:
 release:
 	cargo build --release
 
-## Install what the tests need (DuckDB and moto from PyPI in a venv, PostgreSQL from Debian),
+## Install what the tests need (DuckDB, moto and pyspark from PyPI in a venv, PostgreSQL from
+## Debian),
 ## start a throwaway PostgreSQL and S3 server on loopback, run every test, stop both whatever
 ## the outcome.
 PG_DIR ?= /tmp/dlqf-test-pg
@@ -40,11 +42,14 @@ test: test-deps
 	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
 	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
 
-test-deps: $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)
+DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)
+test-deps: $(DEPS_STAMP)
 
-$(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION):
+# Spark SQL runs the queries/ files in local mode on the machine's Java 17.
+$(DEPS_STAMP):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb==$(DUCKDB_VERSION) 'moto[server]==$(MOTO_VERSION)'
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb==$(DUCKDB_VERSION) \
+	  'moto[server]==$(MOTO_VERSION)' pyspark==$(PYSPARK_VERSION)
 	touch $@
 
 ## Regenerate the committed sample dumps (deterministic: same bytes every time).

@@ -1,5 +1,5 @@
 //! `dlqf query`: SQL over the raw records. The SQL files in queries/ give the numbers of the
-//! matching commands, and run unchanged on DuckDB with identical rows.
+//! matching commands, and run unchanged on DuckDB and Spark SQL with identical rows.
 
 use std::process::Command;
 
@@ -12,7 +12,7 @@ fn query_file(name: &str) -> String {
 }
 
 #[test]
-fn rank_sql_reproduces_rank_and_runs_unchanged_on_duckdb() {
+fn rank_sql_reproduces_rank_and_runs_unchanged_on_duckdb_and_spark() {
     let dir = Dir::new();
     dir.gen("dlq.parquet", &["--rows", "20000", "--seed", "44"]);
     let ours: Value = serde_json::from_str(&dir.command().args(["query", "dlq.parquet", "--file", &query_file("rank.sql"), "--format", "json"]).ok()).unwrap();
@@ -33,6 +33,11 @@ fn rank_sql_reproduces_rank_and_runs_unchanged_on_duckdb() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let duck: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(duck, ours, "DuckDB runs the same file to the same rows");
+
+    let out = Command::new(python()).arg(support("spark_query.py")).arg(query_file("rank.sql")).arg(dir.join("dlq.parquet")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let spark: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(spark, ours, "Spark SQL runs the same file to the same rows");
 }
 
 #[test]
