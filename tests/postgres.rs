@@ -25,7 +25,7 @@ fn two_executors_at_once_on_one_postgres_ledger_deliver_every_entry_once() {
     dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
     let entries: Vec<Value> = dir.read("m.jsonl").lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
     let stage = Stage::start();
-    stage.behaviour.lock().unwrap().delay = std::time::Duration::from_millis(2);
+    stage.behaviour.lock().unwrap().delay = std::time::Duration::from_millis(5);
     let url = postgres_url();
     let args = ["execute", "m.jsonl", "--target", &stage.url, "--ledger", &url, "--quarantine", "file:q.jsonl", "--concurrency", "4"];
     let spawn = || Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
