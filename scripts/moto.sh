@@ -8,6 +8,10 @@ start)
   "$bindir/moto_server" -H 127.0.0.1 -p "$port" > "$pidfile.log" 2>&1 &
   echo $! > "$pidfile"
   for _ in $(seq 1 100); do
+    if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+      echo "moto.sh: moto_server exited (is port $port taken?); see $pidfile.log" >&2
+      exit 1
+    fi
     if "$bindir/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/moto-api/')" 2>/dev/null; then
       exit 0
     fi
@@ -18,7 +22,12 @@ start)
   ;;
 stop)
   pidfile=$2
-  if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; rm -f "$pidfile" "$pidfile.log"; fi
+  if [ -f "$pidfile" ]; then
+    pid=$(cat "$pidfile")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$pidfile" "$pidfile.log"
+  fi
   ;;
 *)
   echo "usage: moto.sh start BINDIR PORT PIDFILE | stop PIDFILE" >&2
