@@ -39,11 +39,16 @@ test: test-deps
 	cargo build --all-targets
 	scripts/postgres.sh start $(PG_DIR) $(PG_PORT) > $(PG_DIR).url
 	scripts/moto.sh start $(VENV)/bin $(MOTO_PORT) $(MOTO_PID) || { scripts/postgres.sh stop $(PG_DIR); exit 1; }
-	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
+	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
 	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
 
 DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)
-test-deps: $(DEPS_STAMP)
+# s3s-fs checks credentials (moto accepts any), for the wrong-credentials test.
+S3S_FS := $(HOME)/.cargo/bin/s3s-fs
+test-deps: $(DEPS_STAMP) $(S3S_FS)
+
+$(S3S_FS):
+	CARGO_TARGET_DIR=$(HOME)/.cache/dlqf-s3s-target cargo install s3s-fs@0.14.1 --features binary --locked
 
 # Spark SQL runs the queries/ files in local mode on the machine's Java 17.
 $(DEPS_STAMP):

@@ -85,3 +85,50 @@ fn a_manifest_can_be_planned_from_and_written_to_s3() {
     let show = dir.command().args(["show", "remote.jsonl"]).ok();
     assert!(show.contains("500 entries"), "{show}");
 }
+
+/// s3s-fs checks credentials (moto accepts any), so it stands in for a real bucket here.
+#[test]
+fn wrong_credentials_fail_clearly_and_no_secret_is_ever_printed() {
+    let s3s = std::env::var("DLQF_S3S_FS").expect("DLQF_S3S_FS is unset: run the tests through `make test`, which installs s3s-fs");
+    let dir = Dir::new();
+    dir.gen("store/creds/dlq.jsonl", &["--rows", "50", "--seed", "35"]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(s3s)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--access-key", "dlqf-key", "--secret-key", "right-secret-4f2a"])
+        .arg(dir.join("store"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start s3s-fs");
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let with = |secret: &str| {
+        dir.command()
+            .env("AWS_ACCESS_KEY_ID", "dlqf-key")
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("AWS_ENDPOINT_URL", &endpoint)
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_REGION", "us-east-1")
+            .args(["rank", "s3://creds/dlq.jsonl", "--format", "json"])
+            .run()
+    };
+    let good = with("right-secret-4f2a");
+    let bad = with("wrong-secret-9c1e");
+    server.kill().ok();
+    server.wait().ok();
+    assert_eq!(good.code, 0, "{}", good.stderr);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&good.stdout).unwrap()["total"], 50);
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("s3://creds/dlq.jsonl"), "{}", bad.stderr);
+    assert!(bad.stderr.contains("access denied") && bad.stderr.contains("AWS_SECRET_ACCESS_KEY"), "says why: {}", bad.stderr);
+    for run in [&good, &bad] {
+        for secret in ["right-secret-4f2a", "wrong-secret-9c1e"] {
+            assert!(!run.stderr.contains(secret) && !run.stdout.contains(secret));
+        }
+    }
+}

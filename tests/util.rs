@@ -73,6 +73,11 @@ impl TestCommand {
         self
     }
 
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
     pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(bytes.into());
         self

@@ -22,8 +22,13 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
 
 /// An object-store error in one line: S3's own code and message when it sent them.
 fn describe(e: &object_store::Error) -> String {
-    if let object_store::Error::NotFound { .. } = e {
-        return "not found".into();
+    match e {
+        object_store::Error::NotFound { .. } => return "not found".into(),
+        object_store::Error::PermissionDenied { .. } => {
+            return "access denied (HTTP 403): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy".into()
+        }
+        object_store::Error::Unauthenticated { .. } => return "not authenticated (HTTP 401): check the AWS credentials".into(),
+        _ => {}
     }
     let text = e.to_string();
     let tag = |name: &str| {
