@@ -86,14 +86,12 @@ fn a_manifest_can_be_planned_from_and_written_to_s3() {
     assert!(show.contains("500 entries"), "{show}");
 }
 
-/// s3s-fs checks credentials (moto accepts any), so it stands in for a real bucket here.
-#[test]
-fn wrong_credentials_fail_clearly_and_no_secret_is_ever_printed() {
+/// An s3s-fs server over `dir/store` (buckets are folders), which checks credentials (moto
+/// accepts any). Returns the process and its endpoint.
+fn start_s3s(dir: &Dir) -> (std::process::Child, String) {
     let s3s = std::env::var("DLQF_S3S_FS").expect("DLQF_S3S_FS is unset: run the tests through `make test`, which installs s3s-fs");
-    let dir = Dir::new();
-    dir.gen("store/creds/dlq.jsonl", &["--rows", "50", "--seed", "35"]);
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut server = Command::new(s3s)
+    let server = Command::new(s3s)
         .args(["--host", "127.0.0.1", "--port", &port.to_string(), "--access-key", "dlqf-key", "--secret-key", "right-secret-4f2a"])
         .arg(dir.join("store"))
         .stdout(std::process::Stdio::null())
@@ -106,7 +104,14 @@ fn wrong_credentials_fail_clearly_and_no_secret_is_ever_printed() {
         }
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
-    let endpoint = format!("http://127.0.0.1:{port}");
+    (server, format!("http://127.0.0.1:{port}"))
+}
+
+#[test]
+fn wrong_credentials_fail_clearly_and_no_secret_is_ever_printed() {
+    let dir = Dir::new();
+    dir.gen("store/creds/dlq.jsonl", &["--rows", "50", "--seed", "35"]);
+    let (mut server, endpoint) = start_s3s(&dir);
     let with = |secret: &str| {
         dir.command()
             .env("AWS_ACCESS_KEY_ID", "dlqf-key")
@@ -131,4 +136,77 @@ fn wrong_credentials_fail_clearly_and_no_secret_is_ever_printed() {
             assert!(!run.stderr.contains(secret) && !run.stdout.contains(secret));
         }
     }
+}
+
+/// A TCP relay to `upstream` that dies (closes every connection, refuses new ones) once it
+/// has passed `limit` bytes back to the client: a server dying mid-read, by byte count.
+fn dying_relay(upstream: &str, limit: usize) -> String {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = upstream.trim_start_matches("http://").to_string();
+    let passed = Arc::new(AtomicUsize::new(0));
+    let dead = Arc::new(AtomicBool::new(false));
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            if dead.load(Ordering::SeqCst) {
+                break; // the listener drops: new connections are refused
+            }
+            let server = TcpStream::connect(&upstream).unwrap();
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_in, &mut s_out);
+            });
+            let (passed, dead) = (passed.clone(), dead.clone());
+            std::thread::spawn(move || {
+                let (mut from, mut to) = (server, client);
+                let mut buf = [0u8; 16384];
+                loop {
+                    let n = match from.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if dead.load(Ordering::SeqCst) || to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    if passed.fetch_add(n, Ordering::SeqCst) + n > limit {
+                        dead.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                }
+                let _ = to.shutdown(Shutdown::Both);
+                let _ = from.shutdown(Shutdown::Both);
+                // Wake the accept loop so it notices and stops listening.
+                if dead.load(Ordering::SeqCst) {
+                    let _ = TcpStream::connect(to.local_addr().unwrap());
+                }
+            });
+        }
+    });
+    address
+}
+
+#[test]
+fn a_server_dying_mid_read_is_an_error_naming_the_object_with_no_report() {
+    let dir = Dir::new();
+    dir.gen("store/big/dlq.jsonl", &["--rows", "300000", "--seed", "36"]);
+    let (mut server, endpoint) = start_s3s(&dir);
+    let relay = dying_relay(&endpoint, 20_000_000);
+    let run = dir
+        .command()
+        .env("AWS_ACCESS_KEY_ID", "dlqf-key")
+        .env("AWS_SECRET_ACCESS_KEY", "right-secret-4f2a")
+        .env("AWS_ENDPOINT_URL", &relay)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_REGION", "us-east-1")
+        .args(["rank", "s3://big/dlq.jsonl", "--format", "json"])
+        .run();
+    server.kill().ok();
+    server.wait().ok();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("s3://big/dlq.jsonl: read error"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "no partial report");
 }
