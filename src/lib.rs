@@ -13,6 +13,7 @@ pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod signature;
+pub mod temp;
 pub mod source;
 pub mod timestamp;
 pub mod values;

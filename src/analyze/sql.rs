@@ -79,8 +79,8 @@ fn local_file<'a>(input: &'a Input, tally: &mut Tally) -> Result<LocalCopy<'a>> 
     let Format::Jsonl(compression) = input.format else {
         return LocalCopy::of(input);
     };
-    let temp = crate::source::s3::TempDownload::new()?;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&temp.0).with_context(|| format!("{}: cannot create", temp.0.display()))?);
+    let temp = crate::temp::TempFile::new();
+    let mut out = std::io::BufWriter::new(std::fs::File::create(temp.path()).with_context(|| format!("{}: cannot create", temp.path().display()))?);
     let mut reader = crate::source::open_reader(input, compression)?;
     let mut bytes = Vec::new();
     reader.read_to_end(&mut bytes).with_context(|| format!("{}: read error", input.display))?;

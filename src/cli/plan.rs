@@ -12,6 +12,7 @@ use dlqf::plan::policy::Policy;
 use dlqf::plan::summary::Review;
 use dlqf::plan::{entry_line, Planner};
 use dlqf::source::{Input, Location, Window};
+use dlqf::temp::TempFile;
 use dlqf::timestamp;
 
 use super::inputs::InputArgs;
@@ -88,8 +89,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // The header comes first but is known last: reserve its widest form (JSON allows the
     // trailing spaces that pad it), stream the entries once, then fill it in.
     let reserved = serde_json::to_vec(&header)?.len();
-    let tmp = TempPath(dir.join(format!(".{}.{}.tmp", args.output.file_name().unwrap_or_default().to_string_lossy(), std::process::id())));
-    let file = File::create(&tmp.0).with_context(|| format!("{}: cannot create", tmp.0.display()))?;
+    let tmp = TempFile::in_dir(dir);
+    let file = File::create(tmp.path()).with_context(|| format!("{}: cannot create", tmp.path().display()))?;
     let mut writer = BufWriter::with_capacity(1 << 20, file);
     writer.write_all(&vec![b' '; reserved])?;
     writer.write_all(b"\n")?;
@@ -123,9 +124,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     file.write_all(&line)?;
     drop(file);
     if to_s3 {
-        dlqf::source::s3::upload_file(&args.output.to_string_lossy(), &tmp.0)?;
+        dlqf::source::s3::upload_file(&args.output.to_string_lossy(), tmp.path())?;
     } else {
-        std::fs::rename(&tmp.0, &args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
+        tmp.persist(&args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
     }
     let text = match args.format {
         SummaryFormat::Table => review.table(&header),
@@ -144,13 +145,4 @@ fn stamp(input: &Input) -> InputStamp {
         Location::Stdin | Location::S3 { .. } => None,
     };
     InputStamp { path: input.display.clone(), size: input.size, modified }
-}
-
-/// A temporary file, removed when dropped unless it was renamed into place.
-struct TempPath(PathBuf);
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

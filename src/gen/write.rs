@@ -10,6 +10,8 @@ use polars::prelude::*;
 use rayon::prelude::*;
 use serde_json::Value;
 
+use crate::temp::TempFile;
+
 use super::{make_row, Breakage, GenFormat, GenOptions, GenRow, Generator};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,13 +29,14 @@ pub fn write(options: &GenOptions, generator: &dyn Generator) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
     }
-    let tmp = path.with_file_name(format!(".{}.tmp", path.file_name().unwrap_or_default().to_string_lossy()));
-    let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = TempFile::in_dir(dir);
+    let file = File::create(tmp.path()).with_context(|| format!("{}: cannot create", tmp.path().display()))?;
     match options.format {
         GenFormat::Jsonl => write_jsonl(options, generator, file, path)?,
         GenFormat::Parquet => write_parquet(options, generator, file)?,
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
+    tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))
 }
 
 fn write_jsonl(options: &GenOptions, generator: &dyn Generator, file: File, path: &Path) -> Result<()> {

@@ -12,6 +12,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::temp::TempFile;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputFormat {
     Table,
@@ -63,23 +65,12 @@ pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
         Some(path) if path.to_string_lossy().starts_with("s3://") => crate::source::s3::put(&path.to_string_lossy(), bytes.to_vec()),
         Some(path) => {
             let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let mut tmp = tempfile_in(dir).with_context(|| format!("{}: cannot create a file in {}", path.display(), dir.display()))?;
-            tmp.1.write_all(bytes).and_then(|_| tmp.1.sync_all()).with_context(|| format!("{}: write failed", path.display()))?;
-            std::fs::rename(&tmp.0, path).with_context(|| format!("{}: cannot write", path.display()))
+            let tmp = TempFile::in_dir(dir);
+            let mut file = std::fs::File::create(tmp.path()).with_context(|| format!("{}: cannot create a file in {}", path.display(), dir.display()))?;
+            file.write_all(bytes).and_then(|_| file.sync_all()).with_context(|| format!("{}: write failed", path.display()))?;
+            tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))
         }
     }
-}
-
-fn tempfile_in(dir: &Path) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
-    for attempt in 0..100u32 {
-        let name = dir.join(format!(".dlqf-{}-{attempt}.tmp", std::process::id()));
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&name) {
-            Ok(f) => return Ok((name, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("no free temporary file name"))
 }
 
 /// Shares as percentages with two decimals, for people.

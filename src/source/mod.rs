@@ -186,7 +186,7 @@ impl Scan<'_> {
 /// A Parquet input as a local file: the file itself, or an S3 object downloaded for the scan.
 pub enum LocalCopy<'a> {
     Borrowed(&'a std::path::Path),
-    Downloaded(s3::TempDownload),
+    Downloaded(crate::temp::TempFile),
 }
 
 impl<'a> LocalCopy<'a> {
@@ -201,7 +201,7 @@ impl<'a> LocalCopy<'a> {
     pub fn path(&self) -> &std::path::Path {
         match self {
             LocalCopy::Borrowed(p) => p,
-            LocalCopy::Downloaded(t) => &t.0,
+            LocalCopy::Downloaded(t) => t.path(),
         }
     }
 }

@@ -2,7 +2,6 @@
 //! hive folders are listed; objects are streamed, with the store's retries and backoff.
 
 use std::io::{self, Read};
-use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
 use anyhow::{bail, Context, Result};
@@ -14,6 +13,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::local::format_from_name;
 use super::{Compression, Format, Input, Location};
+use crate::temp::TempFile;
 
 /// One runtime for all object-store calls; readers block on it from worker threads.
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
@@ -130,29 +130,13 @@ pub fn open(bucket: &str, key: &str) -> Result<Box<dyn Read + Send>> {
 }
 
 /// Downloads an object to a temporary file (Parquet readers need to seek); removed on drop.
-pub fn download(bucket: &str, key: &str) -> Result<TempDownload> {
-    let temp = TempDownload::new()?;
-    let mut file = std::fs::File::create(&temp.0).with_context(|| format!("{}: cannot create", temp.0.display()))?;
+pub fn download(bucket: &str, key: &str) -> Result<TempFile> {
+    let temp = TempFile::new();
+    let mut file = std::fs::File::create(temp.path()).with_context(|| format!("{}: cannot create", temp.path().display()))?;
     io::copy(&mut open(bucket, key)?, &mut file).with_context(|| format!("s3://{bucket}/{key}: read error"))?;
     Ok(temp)
 }
 
-/// A temporary local file, removed on drop.
-pub struct TempDownload(pub PathBuf);
-
-impl TempDownload {
-    pub fn new() -> Result<TempDownload> {
-        static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(TempDownload(std::env::temp_dir().join(format!(".dlqf-tmp-{}-{n}", std::process::id()))))
-    }
-}
-
-impl Drop for TempDownload {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 struct StreamReader {
     stream: BoxStream<'static, object_store::Result<Bytes>>,
