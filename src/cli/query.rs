@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use dlqf::analyze::sql;
-use dlqf::report::csv::{quote as csv_quote, text_cell};
 use dlqf::report::{self, table};
 use dlqf::source;
 use serde_json::Value;
@@ -58,18 +57,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();
     let bytes = match args.format.as_str() {
         "json" => report::json::render(&rows)?,
-        "csv" => {
-            let mut out = String::new();
-            out.push_str(&names.iter().map(|n| csv_quote(&text_cell(n))).collect::<Vec<_>>().join(","));
-            out.push_str("\r\n");
-            for row in &rows {
-                out.push_str(&row.values().map(|v| csv_quote(&cell_text(v, true))).collect::<Vec<_>>().join(","));
-                out.push_str("\r\n");
-            }
-            out.into_bytes()
-        }
+        "csv" => report::csv::rows(&names, &rows),
         _ => {
-            let cells: Vec<Vec<String>> = rows.iter().map(|r| r.values().map(|v| cell_text(v, false)).collect()).collect();
+            let cells: Vec<Vec<String>> = rows.iter().map(|r| r.values().map(cell_text).collect()).collect();
             table::render(&names, &cells, 0).into_bytes()
         }
     };
@@ -77,10 +67,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn cell_text(value: &Value, for_csv: bool) -> String {
+fn cell_text(value: &Value) -> String {
     match value {
         Value::Null => String::new(),
-        Value::String(s) if for_csv => text_cell(s),
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }

@@ -4,10 +4,6 @@
 pub struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
     /// An independent stream for row `index` of a dump seeded with `seed`.
     pub fn for_row(seed: u64, index: u64) -> Rng {
         let mut r = Rng(seed ^ 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index.wrapping_add(1)));

@@ -1,6 +1,8 @@
 //! CSV (RFC 4180) for spreadsheets; any cell that a spreadsheet would run as a formula
 //! (`=`, `+`, `-`, `@`, tab, CR first) is prefixed with `'` so it stays text.
 
+use serde_json::{Map, Value};
+
 use crate::analyze::rank::RankReport;
 
 pub fn rank(report: &RankReport) -> Vec<u8> {
@@ -14,6 +16,23 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         row.extend(b.signature.values().map(text_cell));
         row.extend([text_cell(&b.example_id), b.first_seen.clone(), b.last_seen.clone()]);
         push_row(&mut out, row.into_iter());
+    }
+    out.into_bytes()
+}
+
+/// Query rows (JSON objects, columns in order) under their column names; nulls are empty.
+pub fn rows(names: &[String], rows: &[Map<String, Value>]) -> Vec<u8> {
+    let mut out = String::new();
+    push_row(&mut out, names.iter().map(|n| text_cell(n)));
+    for row in rows {
+        push_row(
+            &mut out,
+            row.values().map(|v| match v {
+                Value::Null => String::new(),
+                Value::String(s) => text_cell(s),
+                other => other.to_string(),
+            }),
+        );
     }
     out.into_bytes()
 }
@@ -37,7 +56,7 @@ pub fn text_cell(value: &str) -> String {
 }
 
 /// An RFC 4180 field: quoted when it holds a comma, a quote or a line break.
-pub fn quote(cell: &str) -> String {
+fn quote(cell: &str) -> String {
     if cell.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", cell.replace('"', "\"\""))
     } else {
