@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::util::{python, support, vision_line, Dir};
 
@@ -11,33 +11,78 @@ fn query_file(name: &str) -> String {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries").join(name).display().to_string()
 }
 
+const QUERIES: [&str; 3] = ["rank.sql", "trend.sql", "health.sql"];
+
+/// Each file's rows as the dlqf command it reproduces reports them.
+fn expected_rows(dir: &Dir) -> Vec<Value> {
+    let rank = dir.command().args(["rank", "dlq.parquet", "--format", "json"]).json();
+    let rank_rows = rank["buckets"].as_array().unwrap().iter().map(|b| {
+        let mut row = b["signature"].as_object().unwrap().clone();
+        row.insert("count".into(), b["count"].clone());
+        Value::Object(row)
+    });
+    let trend = dir.command().args(["trend", "dlq.parquet", "--every", "day", "--format", "json"]).json();
+    let periods = trend["periods"].as_array().unwrap();
+    let mut trend_rows = Vec::new();
+    for series in trend["series"].as_array().unwrap() {
+        for (period, count) in periods.iter().zip(series["counts"].as_array().unwrap()) {
+            if count.as_u64().unwrap() > 0 {
+                let mut row = series["signature"].as_object().unwrap().clone();
+                row.insert("day".into(), json!(&period.as_str().unwrap()[..10]));
+                row.insert("count".into(), count.clone());
+                row.insert("total".into(), series["total"].clone());
+                trend_rows.push(Value::Object(row));
+            }
+        }
+    }
+    let health = dir.command().args(["health", "dlq.parquet", "--format", "json"]).json();
+    let health_rows = health["per_day"].as_array().unwrap().iter().filter(|d| d["count"].as_u64().unwrap() > 0).map(|d| {
+        json!({"day": d["day"], "count": d["count"], "depth": health["depth"]})
+    });
+    vec![Value::Array(rank_rows.collect()), Value::Array(trend_rows), Value::Array(health_rows.collect())]
+}
+
 #[test]
-fn rank_sql_reproduces_rank_and_runs_unchanged_on_duckdb_and_spark() {
+fn queries_reproduce_their_commands_and_run_unchanged_on_duckdb_and_spark() {
     let dir = Dir::new();
     dir.gen("dlq.parquet", &["--rows", "20000", "--seed", "44"]);
-    let ours: Value = serde_json::from_str(&dir.command().args(["query", "dlq.parquet", "--file", &query_file("rank.sql"), "--format", "json"]).ok()).unwrap();
-    let rank = dir.command().args(["rank", "dlq.parquet", "--format", "json"]).json();
-    let expected: Vec<Value> = rank["buckets"]
-        .as_array()
-        .unwrap()
+    // The UTC day must come from the offset, not the local date: some rows cross midnight.
+    let crossing = "SELECT count(*) AS n FROM dlq WHERE capture_timestamp LIKE '%T00:%+02:00' OR capture_timestamp LIKE '%T01:%+02:00'";
+    let crossing: Value = serde_json::from_str(&dir.command().args(["query", "dlq.parquet", "-e", crossing, "--format", "json"]).ok()).unwrap();
+    assert!(crossing[0]["n"].as_u64().unwrap() > 0, "the sample needs rows whose UTC day differs from their local day");
+
+    let ours: Vec<Value> = QUERIES
         .iter()
-        .map(|b| {
-            let mut row = b["signature"].as_object().unwrap().clone();
-            row.insert("count".into(), b["count"].clone());
-            Value::Object(row)
-        })
+        .map(|q| serde_json::from_str(&dir.command().args(["query", "dlq.parquet", "--file", &query_file(q), "--format", "json"]).ok()).unwrap())
         .collect();
-    assert_eq!(ours, Value::Array(expected), "rank.sql gives rank's buckets, in rank's order");
+    let expected = expected_rows(&dir);
+    for (i, name) in QUERIES.iter().enumerate() {
+        assert!(!ours[i].as_array().unwrap().is_empty(), "{name} gives rows");
+        assert_eq!(ours[i], expected[i], "{name} gives the numbers of its command, in its order");
+    }
 
-    let out = Command::new(python()).arg(support("duckdb_query.py")).arg(query_file("rank.sql")).arg(dir.join("dlq.parquet")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let duck: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(duck, ours, "DuckDB runs the same file to the same rows");
+    let mut growth_days: Vec<u64> = Vec::new();
+    let health_rows = ours[2].as_array().unwrap();
+    let health = dir.command().args(["health", "dlq.parquet", "--format", "json"]).json();
+    // Growth per day from the SQL rows: the last 7 calendar days, empty days counting 0.
+    let last_day = health_rows.last().unwrap()["day"].as_str().unwrap().to_string();
+    let last = chrono::NaiveDate::parse_from_str(&last_day, "%Y-%m-%d").unwrap();
+    for back in 0..7 {
+        let day = (last - chrono::Duration::days(back)).format("%Y-%m-%d").to_string();
+        growth_days.push(health_rows.iter().find(|r| r["day"] == day.as_str()).map_or(0, |r| r["count"].as_u64().unwrap()));
+    }
+    let growth = growth_days.iter().sum::<u64>() as f64 / 7.0;
+    assert!((health["growth_per_day"].as_f64().unwrap() - growth).abs() < 0.00005, "{} vs {growth}", health["growth_per_day"]);
 
-    let out = Command::new(python()).arg(support("spark_query.py")).arg(query_file("rank.sql")).arg(dir.join("dlq.parquet")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let spark: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(spark, ours, "Spark SQL runs the same file to the same rows");
+    let files: Vec<String> = QUERIES.iter().map(|q| query_file(q)).collect();
+    for engine in ["duckdb_query.py", "spark_query.py"] {
+        let out = Command::new(python()).arg(support(engine)).arg(dir.join("dlq.parquet")).args(&files).output().unwrap();
+        assert!(out.status.success(), "{engine}: {}", String::from_utf8_lossy(&out.stderr));
+        let theirs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        for (i, name) in QUERIES.iter().enumerate() {
+            assert_eq!(theirs[i], ours[i], "{engine} runs {name} unchanged to the same rows");
+        }
+    }
 }
 
 #[test]

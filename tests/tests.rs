@@ -8,6 +8,7 @@ mod crosscheck;
 mod gen;
 mod inputs;
 mod postgres;
+mod postmortem;
 mod profiles;
 mod query;
 mod rank;

@@ -1,15 +1,17 @@
 //! Analyses over scanned rows. Rows are grouped on their raw signature first (few distinct
 //! values among millions of rows); normalisation then runs once per distinct raw tuple.
 
+pub mod health;
 pub mod rank;
 pub mod sql;
+pub mod trend;
 
 use std::collections::HashMap;
 
 use crate::signature::RowFacts;
 use crate::source::Accumulator;
 
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Count, first failure (time, then smallest id) and last failure of one group.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,11 +3,13 @@
 
 mod execute;
 mod gen;
+mod health;
 mod inputs;
 mod plan;
 mod query;
 mod rank;
 mod show;
+mod trend;
 
 use std::process::ExitCode;
 
@@ -57,6 +59,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Rank(rank::Args),
+    Trend(trend::Args),
+    Health(health::Args),
     Plan(plan::Args),
     Show(show::Args),
     Execute(execute::Args),
@@ -76,6 +80,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Rank(args) => rank::run(args),
+        Command::Trend(args) => trend::run(args),
+        Command::Health(args) => health::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Show(args) => show::run(args),
         Command::Execute(args) => execute::run(args),

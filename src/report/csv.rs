@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
+use crate::analyze::trend::TrendReport;
 
 pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
@@ -16,6 +18,31 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         row.extend(b.signature.values().map(text_cell));
         row.extend([text_cell(&b.example_id), b.first_seen.clone(), b.last_seen.clone()]);
         push_row(&mut out, row.into_iter());
+    }
+    out.into_bytes()
+}
+
+/// One row per signature, one column per period (its start time).
+pub fn trend(report: &TrendReport) -> Vec<u8> {
+    let mut header = vec!["rank".to_string(), "total".into(), "status".into()];
+    header.extend(report.signature_fields.iter().cloned());
+    header.extend(report.periods.iter().cloned());
+    let mut out = String::new();
+    push_row(&mut out, header.iter().map(|h| text_cell(h)));
+    for (i, s) in report.series.iter().enumerate() {
+        let mut row = vec![(i + 1).to_string(), s.total.to_string(), s.status.name().to_string()];
+        row.extend(s.signature.values().map(text_cell));
+        row.extend(s.counts.iter().map(u64::to_string));
+        push_row(&mut out, row.into_iter());
+    }
+    out.into_bytes()
+}
+
+pub fn health(report: &HealthReport) -> Vec<u8> {
+    let mut out = String::new();
+    push_row(&mut out, ["day".to_string(), "count".into()].into_iter());
+    for d in &report.per_day {
+        push_row(&mut out, [d.day.clone(), d.count.to_string()].into_iter());
     }
     out.into_bytes()
 }

@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use super::percent;
+use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
+use crate::analyze::trend::{self, TrendReport};
 
 pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut out = String::new();
@@ -18,9 +20,7 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
     header.extend(report.signature_fields.iter().map(|f| escape(f)));
     header.extend(["first seen".into(), "last seen".into(), "example".into()]);
-    let _ = writeln!(out, "| {} |", header.join(" | "));
-    let align: Vec<&str> = header.iter().enumerate().map(|(i, _)| if i < 3 { "---:" } else { "---" }).collect();
-    let _ = writeln!(out, "| {} |", align.join(" | "));
+    table_head(&mut out, &header, 3);
     for b in &report.buckets {
         let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
         row.extend(b.signature.values().map(escape));
@@ -28,6 +28,57 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out.into_bytes()
+}
+
+pub fn trend(report: &TrendReport) -> Vec<u8> {
+    let mut out = String::new();
+    let _ = writeln!(out, "## DLQ failure trend ({}, by {})\n", escape(&report.profile), report.every.name());
+    match (report.periods.first(), report.periods.last()) {
+        (Some(a), Some(b)) => {
+            let _ = writeln!(out, "{} periods from {a} to {b}; status compares the last {} with the {} before.\n", report.periods.len(), report.window, report.window);
+        }
+        _ => out.push_str("No failures.\n\n"),
+    }
+    let mut header = vec!["rank".to_string(), "total".into(), format!("last {}", report.window), "status".into(), "trend".into()];
+    header.extend(report.signature_fields.iter().map(|f| escape(f)));
+    table_head(&mut out, &header, 3);
+    for (i, s) in report.series.iter().enumerate() {
+        let recent: u64 = s.counts[s.counts.len().saturating_sub(report.window)..].iter().sum();
+        let status = match s.status.name() {
+            name @ ("new" | "rising") => format!("**{name}**"),
+            name => name.to_string(),
+        };
+        let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), status, format!("`{}`", trend::sparkline(&s.counts, 48))];
+        row.extend(s.signature.values().map(escape));
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.into_bytes()
+}
+
+pub fn health(report: &HealthReport) -> Vec<u8> {
+    let mut out = String::new();
+    let _ = writeln!(out, "## DLQ health: {}\n", report.status.name());
+    let _ = writeln!(
+        out,
+        "Depth {} (warning at {}, critical at {}); growth {} per day over the last {} days; {} rejected rows.\n",
+        report.depth,
+        report.warn,
+        report.critical,
+        report.growth_per_day,
+        report.window_days.min(report.per_day.len()),
+        report.rejected
+    );
+    table_head(&mut out, &["day".into(), "count".into()], 0);
+    for d in &report.per_day {
+        let _ = writeln!(out, "| {} | {} |", d.day, d.count);
+    }
+    out.into_bytes()
+}
+
+fn table_head(out: &mut String, header: &[String], numeric: usize) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = header.iter().enumerate().map(|(i, _)| if i < numeric { "---:" } else { "---" }).collect();
+    let _ = writeln!(out, "| {} |", align.join(" | "));
 }
 
 /// Escapes Markdown and inline-HTML syntax; newlines become spaces.

@@ -49,6 +49,16 @@ impl OutputFormat {
         }
     }
 
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Table => "table",
+            OutputFormat::Json => "json",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Markdown => "markdown",
+            OutputFormat::Parquet => "parquet",
+        }
+    }
+
     pub fn is_binary(self) -> bool {
         self == OutputFormat::Parquet
     }

@@ -6,7 +6,9 @@ use std::fmt::Write;
 use unicode_width::UnicodeWidthStr;
 
 use super::percent;
+use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
+use crate::analyze::trend::{self, TrendReport};
 
 const MAX_CELL: usize = 60;
 
@@ -35,6 +37,57 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         let verdict = if d.alert { "ALERT: one cause dominates; fix it before any replay" } else { "no single cause dominates" };
         let _ = writeln!(out, "dominant: rank {} holds {} (alert at {}): {verdict}", d.rank, percent(d.share), percent(d.alert_share));
     }
+    out.into_bytes()
+}
+
+/// Widest sparkline a terminal row gets; longer series are summed into this many columns.
+const SPARK_WIDTH: usize = 48;
+
+pub fn trend(report: &TrendReport) -> Vec<u8> {
+    let mut out = String::new();
+    let span = match (report.periods.first(), report.periods.last()) {
+        (Some(a), Some(b)) => format!("{} periods from {a} to {b}", report.periods.len()),
+        _ => "no failures".into(),
+    };
+    let _ = writeln!(out, "profile {} · by {} · {span} · status: last {} vs the {} before", report.profile, report.every.name(), report.window, report.window);
+    let recent = format!("last_{}", report.window);
+    let mut headers = vec!["rank".to_string(), "total".into(), recent, "status".into(), "trend".into()];
+    headers.extend(report.signature_fields.iter().cloned());
+    let rows: Vec<Vec<String>> = report
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let recent: u64 = s.counts[s.counts.len().saturating_sub(report.window)..].iter().sum();
+            let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), s.status.name().into(), trend::sparkline(&s.counts, SPARK_WIDTH)];
+            row.extend(s.signature.values().map(str::to_string));
+            row
+        })
+        .collect();
+    out.push_str(&render(&headers, &rows, 3));
+    out.into_bytes()
+}
+
+pub fn health(report: &HealthReport) -> Vec<u8> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "status {} · depth {} (warning at {}, critical at {}) · growth {} per day over the last {} days · {} rejected rows",
+        report.status.name().to_uppercase(),
+        report.depth,
+        report.warn,
+        report.critical,
+        report.growth_per_day,
+        report.window_days.min(report.per_day.len()),
+        report.rejected
+    );
+    let peak = report.per_day.iter().map(|d| d.count).max().unwrap_or(0).max(1);
+    let rows: Vec<Vec<String>> = report
+        .per_day
+        .iter()
+        .map(|d| vec![d.day.clone(), d.count.to_string(), "█".repeat((d.count * 40).div_ceil(peak) as usize)])
+        .collect();
+    out.push_str(&render(&["day".into(), "count".into(), String::new()], &rows, 0));
     out.into_bytes()
 }
 

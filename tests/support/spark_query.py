@@ -1,7 +1,7 @@
-"""Runs a SQL file on Spark SQL (local mode) over a Parquet file registered as view `dlq`;
-prints rows as JSON.
+"""Runs SQL files on Spark SQL (local mode) over a Parquet file registered as view `dlq`;
+prints a JSON array holding each file's rows (an array of row objects), in the order given.
 
-usage: spark_query.py QUERY.sql DUMP.parquet
+usage: spark_query.py DUMP.parquet QUERY.sql...
 """
 import json
 import os
@@ -20,9 +20,10 @@ spark = (
     .getOrCreate()
 )
 spark.sparkContext.setLogLevel("ERROR")
-spark.read.parquet(sys.argv[2]).createOrReplaceTempView("dlq")
-with open(sys.argv[1], encoding="utf-8") as f:
-    text = f.read()
-rows = [row.asDict() for row in spark.sql(text).collect()]
-print(json.dumps(rows))
+spark.read.parquet(sys.argv[1]).createOrReplaceTempView("dlq")
+results = []
+for path in sys.argv[2:]:
+    with open(path, encoding="utf-8") as f:
+        results.append([row.asDict() for row in spark.sql(f.read()).collect()])
+print(json.dumps(results))
 spark.stop()

@@ -1,0 +1,146 @@
+//! `health`: the seed's DLQMonitor over an archive: depth, failures per UTC day, growth per day
+//! over the recent days, and a healthy/warning/critical status for cron and CI.
+
+use serde::{Deserialize, Serialize};
+
+use super::rank::share;
+use super::FastMap;
+use crate::signature::RowFacts;
+use crate::source::Accumulator;
+
+pub const REPORT_ID: &str = "dlqf.health/1";
+/// The seed's `DLQConfig`: `dlq_alert_threshold` and `dlq_critical_threshold`.
+pub const DEFAULT_WARN: u64 = 100;
+pub const DEFAULT_CRITICAL: u64 = 1000;
+pub const DEFAULT_WINDOW_DAYS: usize = 7;
+
+const DAY: i64 = 86_400_000_000;
+
+/// Accepted failures per UTC day (keyed by days since 1970-01-01).
+#[derive(Default)]
+pub struct DailyCounts {
+    pub days: FastMap<i64, u64>,
+}
+
+impl Accumulator for DailyCounts {
+    fn add(&mut self, _signature_key: &[u8], row: &RowFacts) {
+        *self.days.entry(row.time.div_euclid(DAY)).or_insert(0) += 1;
+    }
+
+    fn merge(&mut self, other: Self) {
+        for (day, n) in other.days {
+            *self.days.entry(day).or_insert(0) += n;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Healthy,
+    Warning,
+    Critical,
+}
+
+impl Status {
+    pub fn of(depth: u64, warn: u64, critical: u64) -> Status {
+        if depth >= critical {
+            Status::Critical
+        } else if depth >= warn {
+            Status::Warning
+        } else {
+            Status::Healthy
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Healthy => "healthy",
+            Status::Warning => "warning",
+            Status::Critical => "critical",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HealthReport {
+    pub report: String,
+    pub depth: u64,
+    pub per_day: Vec<DayCount>,
+    /// Mean failures per day over the last `window_days` days of `per_day` (all of them when
+    /// there are fewer), rounded to 4 decimals: how fast the archive is growing now.
+    pub growth_per_day: f64,
+    pub status: Status,
+    pub warn: u64,
+    pub critical: u64,
+    pub window_days: usize,
+    pub rejected: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DayCount {
+    pub day: String,
+    pub count: u64,
+}
+
+pub struct HealthOptions {
+    pub warn: u64,
+    pub critical: u64,
+    pub window_days: usize,
+}
+
+/// Lays the counts over every day from the first failure to the last (empty days count 0).
+pub fn build(counts: DailyCounts, rejected: u64, options: &HealthOptions) -> HealthReport {
+    let first = counts.days.keys().min().copied();
+    let last = counts.days.keys().max().copied();
+    let per_day: Vec<DayCount> = match (first, last) {
+        (Some(first), Some(last)) => (first..=last)
+            .map(|day| DayCount { day: day_name(day), count: counts.days.get(&day).copied().unwrap_or(0) })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let depth = per_day.iter().map(|d| d.count).sum();
+    let recent = &per_day[per_day.len().saturating_sub(options.window_days)..];
+    let growth_per_day = share(recent.iter().map(|d| d.count).sum(), recent.len() as u64);
+    HealthReport {
+        report: REPORT_ID.into(),
+        depth,
+        per_day,
+        growth_per_day,
+        status: Status::of(depth, options.warn, options.critical),
+        warn: options.warn,
+        critical: options.critical,
+        window_days: options.window_days,
+        rejected,
+    }
+}
+
+/// `YYYY-MM-DD` for days since 1970-01-01.
+fn day_name(day: i64) -> String {
+    crate::timestamp::format_micros(day * DAY)[..10].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_are_inclusive_like_the_seed_monitor() {
+        assert_eq!(Status::of(99, 100, 1000), Status::Healthy);
+        assert_eq!(Status::of(100, 100, 1000), Status::Warning);
+        assert_eq!(Status::of(999, 100, 1000), Status::Warning);
+        assert_eq!(Status::of(1000, 100, 1000), Status::Critical);
+    }
+
+    #[test]
+    fn days_are_contiguous_and_growth_is_the_recent_mean() {
+        let mut counts = DailyCounts::default();
+        counts.days.extend([(20_000, 4), (20_003, 2), (20_004, 1)]);
+        let report = build(counts, 0, &HealthOptions { warn: 5, critical: 100, window_days: 2 });
+        let days: Vec<(&str, u64)> = report.per_day.iter().map(|d| (d.day.as_str(), d.count)).collect();
+        assert_eq!(days, [("2024-10-04", 4), ("2024-10-05", 0), ("2024-10-06", 0), ("2024-10-07", 2), ("2024-10-08", 1)]);
+        assert_eq!(report.depth, 7);
+        assert_eq!(report.growth_per_day, 1.5);
+        assert_eq!(report.status, Status::Warning);
+    }
+}

@@ -1,0 +1,271 @@
+//! `trend`: failures per signature per UTC-aligned period, and whether each cause is new,
+//! rising, steady, falling or resolved, so a nightly run says what changed and not only what is big.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::FastMap;
+use crate::signature::{Layout, RowFacts, Signature};
+use crate::source::Accumulator;
+use crate::timestamp;
+
+pub const REPORT_ID: &str = "dlqf.trend/1";
+pub const DEFAULT_WINDOW: usize = 7;
+
+const HOUR: i64 = 3_600_000_000;
+const DAY: i64 = 24 * HOUR;
+/// 1970-01-01 was a Thursday; weeks start on Monday (ISO 8601), three days earlier.
+const MONDAY_OFFSET: i64 = 3 * DAY;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Every {
+    Hour,
+    Day,
+    Week,
+}
+
+impl Every {
+    pub const NAMES: &'static [&'static str] = &["hour", "day", "week"];
+
+    pub fn from_name(name: &str) -> Option<Every> {
+        match name {
+            "hour" => Some(Every::Hour),
+            "day" => Some(Every::Day),
+            "week" => Some(Every::Week),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Every::Hour => "hour",
+            Every::Day => "day",
+            Every::Week => "week",
+        }
+    }
+
+    fn length(self) -> i64 {
+        match self {
+            Every::Hour => HOUR,
+            Every::Day => DAY,
+            Every::Week => 7 * DAY,
+        }
+    }
+
+    /// The start of the period holding `micros` (UTC; weeks start on Monday).
+    pub fn period_start(self, micros: i64) -> i64 {
+        let shift = if self == Every::Week { MONDAY_OFFSET } else { 0 };
+        (micros + shift).div_euclid(self.length()) * self.length() - shift
+    }
+}
+
+/// Counts per raw signature key per period start.
+pub struct TrendGroups {
+    every: Every,
+    pub groups: FastMap<Box<[u8]>, FastMap<i64, u64>>,
+}
+
+impl TrendGroups {
+    pub fn new(every: Every) -> TrendGroups {
+        TrendGroups { every, groups: FastMap::default() }
+    }
+}
+
+impl Accumulator for TrendGroups {
+    fn add(&mut self, key: &[u8], row: &RowFacts) {
+        let period = self.every.period_start(row.time);
+        match self.groups.get_mut(key) {
+            Some(periods) => *periods.entry(period).or_insert(0) += 1,
+            None => {
+                self.groups.insert(key.into(), FastMap::from_iter([(period, 1)]));
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        for (key, periods) in other.groups {
+            let mine = self.groups.entry(key).or_default();
+            for (period, n) in periods {
+                *mine.entry(period).or_insert(0) += n;
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    New,
+    Rising,
+    Steady,
+    Falling,
+    Resolved,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::New => "new",
+            Status::Rising => "rising",
+            Status::Steady => "steady",
+            Status::Falling => "falling",
+            Status::Resolved => "resolved",
+        }
+    }
+
+    /// Compares the last `window` periods with the `window` before them: `resolved` when the
+    /// recent window is empty, `new` when nothing came before it, `rising`/`falling` at a
+    /// factor of at least 1.5 either way, else `steady`.
+    pub fn of(counts: &[u64], window: usize) -> Status {
+        let split = counts.len().saturating_sub(window);
+        let recent: u64 = counts[split..].iter().sum();
+        let earlier = &counts[..split];
+        let previous: u64 = earlier[earlier.len().saturating_sub(window)..].iter().sum();
+        if recent == 0 {
+            Status::Resolved
+        } else if earlier.iter().all(|&n| n == 0) {
+            Status::New
+        } else if 2 * recent >= 3 * previous {
+            Status::Rising
+        } else if 2 * previous >= 3 * recent {
+            Status::Falling
+        } else {
+            Status::Steady
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TrendReport {
+    pub report: String,
+    pub every: Every,
+    pub periods: Vec<String>,
+    pub series: Vec<Series>,
+    /// How many periods the status compares (not part of the JSON contract).
+    #[serde(skip, default)]
+    pub window: usize,
+    #[serde(skip, default)]
+    pub profile: String,
+    #[serde(skip, default)]
+    pub signature_fields: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Series {
+    pub signature: Signature,
+    pub counts: Vec<u64>,
+    pub total: u64,
+    pub status: Status,
+}
+
+pub struct TrendOptions {
+    pub profile: String,
+    pub signature_fields: Vec<String>,
+    pub every: Every,
+    pub window: usize,
+    pub top: Option<usize>,
+}
+
+/// Normalises the raw groups, lays every series over the same contiguous periods (from the
+/// first failure's period to the last's) and orders series as `rank` orders buckets.
+pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> TrendReport {
+    let mut by_signature: BTreeMap<Vec<String>, BTreeMap<i64, u64>> = BTreeMap::new();
+    for (key, periods) in groups.groups {
+        let merged = by_signature.entry(layout.finish_signature(&key)).or_default();
+        for (period, n) in periods {
+            *merged.entry(period).or_insert(0) += n;
+        }
+    }
+    let first = by_signature.values().filter_map(|p| p.keys().next()).min().copied();
+    let last = by_signature.values().filter_map(|p| p.keys().next_back()).max().copied();
+    let starts: Vec<i64> = match (first, last) {
+        (Some(first), Some(last)) => (0..).map(|i| first + i * options.every.length()).take_while(|&t| t <= last).collect(),
+        _ => Vec::new(),
+    };
+    let index = |period: i64| ((period - starts[0]) / options.every.length()) as usize;
+    let mut series: Vec<Series> = by_signature
+        .into_iter()
+        .map(|(values, periods)| {
+            let mut counts = vec![0u64; starts.len()];
+            for (period, n) in periods {
+                counts[index(period)] += n;
+            }
+            let total = counts.iter().sum();
+            let status = Status::of(&counts, options.window);
+            Series { signature: Signature::new(&options.signature_fields, &values), counts, total, status }
+        })
+        .collect();
+    // Stable sort over signature order: count descending, then signature values ascending.
+    series.sort_by(|a, b| b.total.cmp(&a.total));
+    if let Some(n) = options.top {
+        series.truncate(n);
+    }
+    TrendReport {
+        report: REPORT_ID.into(),
+        every: options.every,
+        periods: starts.iter().map(|&t| timestamp::format_micros(t)).collect(),
+        series,
+        window: options.window,
+        profile: options.profile.clone(),
+        signature_fields: options.signature_fields.clone(),
+    }
+}
+
+/// Unicode block sparkline of `counts`, at most `width` characters: adjacent periods are summed
+/// when there are more (the last column always ends at the last period). Zero is a space.
+pub fn sparkline(counts: &[u64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let per_column = counts.len().div_ceil(width.max(1)).max(1);
+    let lead = (per_column - counts.len() % per_column) % per_column;
+    let mut columns: Vec<u64> = Vec::new();
+    for (i, &n) in counts.iter().enumerate() {
+        if (i + lead) % per_column == 0 || columns.is_empty() {
+            columns.push(0);
+        }
+        *columns.last_mut().expect("pushed") += n;
+    }
+    let max = columns.iter().copied().max().unwrap_or(0);
+    columns
+        .iter()
+        .map(|&n| if n == 0 { ' ' } else { BARS[((n * 8).div_ceil(max) as usize).clamp(1, 8) - 1] })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_align_to_utc_hours_days_and_monday_weeks() {
+        let t = timestamp::parse_rfc3339("2026-11-12T13:45:10Z").unwrap(); // a Thursday
+        let at = |s: &str| timestamp::parse_rfc3339(s).unwrap();
+        assert_eq!(Every::Hour.period_start(t), at("2026-11-12T13:00:00Z"));
+        assert_eq!(Every::Day.period_start(t), at("2026-11-12T00:00:00Z"));
+        assert_eq!(Every::Week.period_start(t), at("2026-11-09T00:00:00Z"));
+        assert_eq!(Every::Week.period_start(at("2026-11-09T00:00:00Z")), at("2026-11-09T00:00:00Z"));
+        assert_eq!(Every::Week.period_start(at("2026-11-08T23:59:59Z")), at("2026-11-02T00:00:00Z"));
+        assert_eq!(Every::Day.period_start(at("1969-12-31T23:00:00Z")), at("1969-12-31T00:00:00Z"));
+    }
+
+    #[test]
+    fn status_compares_the_recent_window_with_the_one_before() {
+        assert_eq!(Status::of(&[0, 0, 0, 1, 2], 2), Status::New);
+        assert_eq!(Status::of(&[3, 1, 2, 0, 0], 2), Status::Resolved);
+        assert_eq!(Status::of(&[9, 2, 2, 3, 3], 2), Status::Rising); // 6 vs 4: exactly 1.5×
+        assert_eq!(Status::of(&[0, 3, 3, 2, 2], 2), Status::Falling); // 4 vs 6
+        assert_eq!(Status::of(&[0, 3, 3, 3, 2], 2), Status::Steady); // 5 vs 6
+        assert_eq!(Status::of(&[5, 0, 0, 0, 1], 2), Status::Rising); // seen before, not just before
+        assert_eq!(Status::of(&[4, 4], 7), Status::New); // fewer periods than the window
+    }
+
+    #[test]
+    fn sparkline_scales_to_the_peak_and_sums_when_narrow() {
+        assert_eq!(sparkline(&[0, 1, 2, 4, 8], 10), " ▁▂▄█");
+        assert_eq!(sparkline(&[1, 1, 1, 0, 0, 2], 3), "█▄█"); // 1+1 | 1+0 | 0+2
+        assert_eq!(sparkline(&[5, 1, 1, 0, 0, 0, 1], 3), "█▄▂"); // 5 | 1+1+0 | 0+0+1
+        assert_eq!(sparkline(&[0, 0, 0, 9], 2), " █");
+        assert_eq!(sparkline(&[], 3), "");
+    }
+}

@@ -1,0 +1,79 @@
+//! `dlqf trend`: failures per signature per hour, day or week, and which causes are new,
+//! rising, steady, falling or resolved.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::builder::TypedValueParser;
+use dlqf::analyze::trend::{self, Every, TrendGroups, TrendOptions, DEFAULT_WINDOW};
+use dlqf::report::{self, OutputFormat};
+
+use super::inputs::{InputArgs, OutputArgs};
+use super::UsageError;
+
+/// Count failures per signature per UTC hour, day or week, and say what changed.
+///
+/// Periods run without gaps from the first failure's period to the last one's. Each cause's
+/// status compares its last --window periods with the --window periods before them:
+///   new       nothing before the recent window
+///   resolved  nothing in the recent window
+///   rising    at least 1.5× more than the window before
+///   falling   at least 1.5× less than the window before
+///   steady    anything else
+/// Series come in rank order (total descending, then signature values).
+///
+/// Examples:
+///   dlqf trend dumps/ --every day                     sparkline per cause
+///   dlqf trend dumps/ --every hour --since 48h --window 6
+///   dlqf trend 's3://dlq-archive/vision/' --format json -o trend.json
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[command(flatten)]
+    input: InputArgs,
+
+    #[command(flatten)]
+    output: OutputArgs,
+
+    /// Period length: hour, day or week (weeks start on Monday, UTC).
+    #[arg(long, default_value = "day", value_parser = every_parser())]
+    every: Every,
+
+    /// Periods in the recent window the status compares against the same number before it.
+    #[arg(long, default_value_t = DEFAULT_WINDOW, value_name = "N")]
+    window: usize,
+
+    /// Show only the N largest causes.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+}
+
+fn every_parser() -> impl TypedValueParser<Value = Every> {
+    clap::builder::PossibleValuesParser::new(Every::NAMES).map(|name| Every::from_name(&name).expect("listed names parse"))
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    if args.window == 0 {
+        return Err(UsageError("--window must be at least 1".into()).into());
+    }
+    let format = args.output.format()?;
+    let every = args.every;
+    let loaded = args.input.load(|| TrendGroups::new(every))?;
+    let options = TrendOptions {
+        profile: loaded.profile.name.clone(),
+        signature_fields: loaded.profile.signature_names(),
+        every,
+        window: args.window,
+        top: args.top,
+    };
+    let trend = trend::build(loaded.acc, &loaded.layout, &options);
+    let bytes = match format {
+        OutputFormat::Table => report::table::trend(&trend),
+        OutputFormat::Json => report::json::render(&trend)?,
+        OutputFormat::Csv => report::csv::trend(&trend),
+        OutputFormat::Markdown => report::markdown::trend(&trend),
+        other => return Err(UsageError(format!("trend has no {} output", other.name())).into()),
+    };
+    report::write_output(args.output.output.as_deref(), &bytes)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,148 @@
+//! `trend` and `health` on small dumps whose answers are worked out by hand in each test.
+
+use serde_json::{json, Value};
+
+use crate::util::{vision_line, Dir};
+
+/// Writes `rows` of (id, reason, timestamp) as a vision JSON-lines dump.
+fn dump(dir: &Dir, name: &str, rows: &[(&str, &str, &str)]) {
+    let lines: Vec<String> = rows.iter().map(|(id, reason, ts)| vision_line(id, "inference", reason, "v1", ts, 0)).collect();
+    dir.create(name, lines.join("\n") + "\n");
+}
+
+fn sig(reason: &str) -> Value {
+    json!({"stage": "inference", "reject_reason": reason, "registry_revision": "v1"})
+}
+
+#[test]
+fn trend_counts_per_utc_day_without_gaps_and_says_what_changed() {
+    let dir = Dir::new();
+    dump(
+        &dir,
+        "d.jsonl",
+        &[
+            ("a1", "timeout", "2026-10-01T10:00:00Z"),
+            ("a2", "timeout", "2026-10-02T01:30:00+02:00"), // 2026-10-01T23:30Z: still the 1st
+            ("a3", "timeout", "2026-10-04T12:00:00Z"),
+            ("b1", "oom", "2026-10-04T08:00:00Z"),
+            ("b2", "oom", "2026-10-04T09:00:00Z"),
+            ("b3", "oom", "2026-10-04T22:30:00-02:00"), // 2026-10-05T00:30Z
+            ("c1", "blur", "2026-10-01T00:00:00Z"),
+            ("c2", "blur", "2026-10-02T00:00:00Z"),
+            ("c3", "blur", "2026-10-02T05:00:00Z"),
+        ],
+    );
+    let text = dir.command().args(["trend", "d.jsonl", "--every", "day", "--window", "2", "--format", "json"]).ok();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let days = ["2026-10-01T00:00:00Z", "2026-10-02T00:00:00Z", "2026-10-03T00:00:00Z", "2026-10-04T00:00:00Z", "2026-10-05T00:00:00Z"];
+    // Window 2: recent = 4th+5th, previous = 2nd+3rd.
+    let expected = json!({
+        "report": "dlqf.trend/1",
+        "every": "day",
+        "periods": days,
+        "series": [
+            // 3 each: ties in rank order by signature (blur < oom < timeout).
+            {"signature": sig("blur"), "counts": [1, 2, 0, 0, 0], "total": 3, "status": "resolved"},
+            {"signature": sig("oom"), "counts": [0, 0, 0, 2, 1], "total": 3, "status": "new"},
+            {"signature": sig("timeout"), "counts": [2, 0, 0, 1, 0], "total": 3, "status": "rising"},
+        ]
+    });
+    assert_eq!(report, expected);
+    let keys: Vec<usize> = ["\"report\"", "\"every\"", "\"periods\"", "\"series\""].iter().map(|k| text.find(k).unwrap()).collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "contract key order:\n{text}");
+
+    let table = dir.command().args(["trend", "d.jsonl", "--window", "2"]).ok();
+    assert!(table.contains("resolved") && table.contains("new") && table.contains("▄█"), "{table}");
+    let csv = dir.command().args(["trend", "d.jsonl", "--format", "csv"]).ok();
+    assert!(csv.starts_with("rank,total,status,stage,reject_reason,registry_revision,2026-10-01T00:00:00Z,"), "{csv}");
+    assert!(csv.contains("\r\n2,3,new,inference,oom,v1,0,0,0,2,1\r\n"), "{csv}");
+}
+
+#[test]
+fn trend_periods_are_hours_or_monday_weeks_and_status_factors_are_one_and_a_half() {
+    let dir = Dir::new();
+    // Hours: 3 in hour 10, 2 in hour 12 (one written in +01:00), none in hour 11.
+    dump(
+        &dir,
+        "h.jsonl",
+        &[
+            ("1", "r", "2026-10-01T10:00:00Z"),
+            ("2", "r", "2026-10-01T10:59:59Z"),
+            ("3", "r", "2026-10-01T10:30:00Z"),
+            ("4", "r", "2026-10-01T12:00:00Z"),
+            ("5", "r", "2026-10-01T13:15:00+01:00"),
+        ],
+    );
+    let hourly = dir.command().args(["trend", "h.jsonl", "--every", "hour", "--window", "1", "--format", "json"]).json();
+    assert_eq!(hourly["periods"], json!(["2026-10-01T10:00:00Z", "2026-10-01T11:00:00Z", "2026-10-01T12:00:00Z"]));
+    // Recent 2 vs previous 0 with 3 earlier: seen before, so not new; 2 ≥ 1.5 × 0: rising.
+    assert_eq!(hourly["series"][0]["counts"], json!([3, 0, 2]));
+    assert_eq!(hourly["series"][0]["status"], "rising");
+    let window2 = dir.command().args(["trend", "h.jsonl", "--every", "hour", "--window", "2", "--format", "json"]).json();
+    // Recent = hours 11+12 = 2, previous = hour 10 = 3: 3 ≥ 1.5 × 2, falling.
+    assert_eq!(window2["series"][0]["status"], "falling");
+
+    // 2026-10-05 is a Monday; Sunday the 4th belongs to the week of Monday the 28th.
+    dump(&dir, "w.jsonl", &[("1", "r", "2026-10-04T23:59:59Z"), ("2", "r", "2026-10-05T00:00:00Z"), ("3", "r", "2026-10-19T08:00:00Z")]);
+    let weekly = dir.command().args(["trend", "w.jsonl", "--every", "week", "--window", "1", "--format", "json"]).json();
+    assert_eq!(weekly["periods"], json!(["2026-09-28T00:00:00Z", "2026-10-05T00:00:00Z", "2026-10-12T00:00:00Z", "2026-10-19T00:00:00Z"]));
+    assert_eq!(weekly["series"][0]["counts"], json!([1, 1, 0, 1]));
+    assert_eq!(weekly["series"][0]["status"], "rising"); // 1 vs 0 before, seen earlier
+
+    // Steady: 4 recent vs 3 before (less than 1.5× either way).
+    dump(&dir, "s.jsonl", &[("1", "r", "2026-10-01T00:00:00Z"), ("2", "r", "2026-10-01T01:00:00Z"), ("3", "r", "2026-10-01T02:00:00Z"),
+        ("4", "r", "2026-10-02T00:00:00Z"), ("5", "r", "2026-10-02T00:00:01Z"), ("6", "r", "2026-10-02T00:00:02Z"), ("7", "r", "2026-10-02T00:00:03Z")]);
+    let steady = dir.command().args(["trend", "s.jsonl", "--window", "1", "--format", "json"]).json();
+    assert_eq!(steady["series"][0]["status"], "steady");
+}
+
+#[test]
+fn trend_of_nothing_is_an_empty_report_and_bad_options_are_usage_errors() {
+    let dir = Dir::new();
+    dir.create("empty.jsonl", "");
+    let report = dir.command().args(["trend", "empty.jsonl", "--format", "json"]).json();
+    assert_eq!(report, json!({"report": "dlqf.trend/1", "every": "day", "periods": [], "series": []}));
+    dir.command().args(["trend", "empty.jsonl", "--window", "0"]).expect_code(2);
+    dir.command().args(["trend", "empty.jsonl", "--every", "month"]).expect_code(2);
+    dir.command().args(["trend", "empty.jsonl", "--format", "parquet", "-o", "t.parquet"]).expect_code(2);
+}
+
+#[test]
+fn health_reports_depth_days_growth_and_fails_on_critical_only_when_asked() {
+    let dir = Dir::new();
+    let mut rows = Vec::new();
+    // 2026-10-01: 3, 10-02: 0, 10-03: 1, 10-04: 2 (one of them 23:00-05:00 on the 3rd).
+    for (i, ts) in ["2026-10-01T01:00:00Z", "2026-10-01T02:00:00Z", "2026-10-01T03:00:00Z", "2026-10-03T00:00:00Z", "2026-10-04T12:00:00Z", "2026-10-03T23:00:00-05:00"]
+        .iter()
+        .enumerate()
+    {
+        rows.push((i.to_string(), *ts));
+    }
+    let rows: Vec<(&str, &str, &str)> = rows.iter().map(|(id, ts)| (id.as_str(), "r", *ts)).collect();
+    dump(&dir, "d.jsonl", &rows);
+    dir.create("bad.jsonl", "{not json\n");
+    let report = dir.command().args(["health", "d.jsonl", "bad.jsonl", "--warn", "5", "--critical", "6", "--window-days", "2", "--format", "json"]).json();
+    assert_eq!(report["report"], "dlqf.health/1");
+    assert_eq!(report["depth"], 6);
+    assert_eq!(
+        report["per_day"],
+        json!([{"day": "2026-10-01", "count": 3}, {"day": "2026-10-02", "count": 0}, {"day": "2026-10-03", "count": 1}, {"day": "2026-10-04", "count": 2}])
+    );
+    assert_eq!(report["growth_per_day"], 1.5); // (1 + 2) / 2
+    assert_eq!(report["status"], "critical");
+    assert_eq!(report["rejected"], 1);
+
+    let warn = dir.command().args(["health", "d.jsonl", "--warn", "5", "--critical", "7", "--format", "json", "--fail-on-critical"]).json();
+    assert_eq!(warn["status"], "warning");
+    assert_eq!(warn["growth_per_day"], 1.5); // 6 over 4 days: fewer days than the default 7
+    let healthy = dir.command().args(["health", "d.jsonl", "--format", "json"]).json();
+    assert_eq!(healthy["status"], "healthy"); // defaults 100 / 1000 (the seed's DLQConfig)
+    assert_eq!((healthy["warn"].as_u64(), healthy["critical"].as_u64()), (Some(100), Some(1000)));
+
+    dir.command().args(["health", "d.jsonl", "--warn", "1", "--critical", "6"]).expect_code(0);
+    let run = dir.command().args(["health", "d.jsonl", "--warn", "1", "--critical", "6", "--fail-on-critical"]).expect_code(3);
+    assert!(run.stdout.contains("CRITICAL"), "{}", run.stdout);
+    dir.command().args(["health", "d.jsonl", "--warn", "7", "--critical", "6"]).expect_code(2);
+    let md = dir.command().args(["health", "d.jsonl", "--format", "markdown"]).ok();
+    assert!(md.contains("| 2026-10-02 | 0 |"), "{md}");
+}
