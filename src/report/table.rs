@@ -85,7 +85,7 @@ pub fn health(report: &HealthReport) -> Vec<u8> {
     let rows: Vec<Vec<String>> = report
         .per_day
         .iter()
-        .map(|d| vec![d.day.clone(), d.count.to_string(), "█".repeat((d.count * 40).div_ceil(peak) as usize)])
+        .map(|d| vec![d.day.clone(), format!("{:>5}", d.count), "█".repeat((d.count * 40).div_ceil(peak) as usize)])
         .collect();
     out.push_str(&render(&["day".into(), "count".into(), String::new()], &rows, 0));
     out.into_bytes()
