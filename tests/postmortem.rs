@@ -146,3 +146,56 @@ fn health_reports_depth_days_growth_and_fails_on_critical_only_when_asked() {
     let md = dir.command().args(["health", "d.jsonl", "--format", "markdown"]).ok();
     assert!(md.contains("| 2026-10-02 | 0 |"), "{md}");
 }
+
+#[test]
+fn diff_lists_new_gone_and_moved_causes_from_two_rankings() {
+    let dir = Dir::new();
+    let rows = |spec: &[(&str, usize)]| -> Vec<(String, String)> {
+        spec.iter().flat_map(|(reason, n)| (0..*n).map(move |i| (format!("{reason}-{i}"), reason.to_string()))).collect()
+    };
+    for (name, spec) in [("old", &[("a", 3), ("b", 2), ("c", 1)][..]), ("new", &[("a", 1), ("b", 4), ("d", 2)][..])] {
+        let rows = rows(spec);
+        let rows: Vec<(&str, &str, &str)> = rows.iter().map(|(id, r)| (id.as_str(), r.as_str(), "2026-10-01T00:00:00Z")).collect();
+        dump(&dir, &format!("{name}.jsonl"), &rows);
+        dir.command().args(["rank", &format!("{name}.jsonl"), "-o", &format!("{name}.json")]).ok();
+    }
+    let text = dir.command().args(["diff", "old.json", "new.json", "--format", "json"]).ok();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["report"], "dlqf.diff/1");
+    // NEW ranks b (4/7), d (2/7), a (1/7); OLD ranked a (3/6), b (2/6), c (1/6).
+    assert_eq!(report["new"].as_array().unwrap().len(), 1);
+    assert_eq!((&report["new"][0]["signature"], &report["new"][0]["rank"], &report["new"][0]["count"], &report["new"][0]["share"]), (&sig("d"), &json!(2), &json!(2), &json!(0.2857)));
+    assert_eq!(report["gone"].as_array().unwrap().len(), 1);
+    assert_eq!((&report["gone"][0]["signature"], &report["gone"][0]["rank"], &report["gone"][0]["share"]), (&sig("c"), &json!(3), &json!(0.1667)));
+    assert_eq!(
+        report["changed"],
+        json!([
+            {"signature": sig("b"), "count_old": 2, "count_new": 4, "share_old": 0.3333, "share_new": 0.5714, "rank_old": 2, "rank_new": 1},
+            {"signature": sig("a"), "count_old": 3, "count_new": 1, "share_old": 0.5, "share_new": 0.1429, "rank_old": 1, "rank_new": 3},
+        ])
+    );
+    let keys: Vec<usize> = ["\"report\"", "\"new\"", "\"gone\"", "\"changed\""].iter().map(|k| text.find(k).unwrap()).collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "contract key order:\n{text}");
+
+    dir.command().args(["diff", "old.json", "new.json"]).ok();
+    dir.command().args(["diff", "old.json", "new.json", "--fail-on-new"]).expect_code(3);
+    dir.command().args(["diff", "new.json", "new.json", "--fail-on-new"]).expect_code(0);
+    let md = dir.command().args(["diff", "old.json", "new.json", "--format", "markdown"]).ok();
+    assert!(md.contains("### New causes") && md.contains("| 1 (was 2) | 4 (+2) | 57.14% (+23.81 pp) | inference | b | v1 |"), "{md}");
+    let csv = dir.command().args(["diff", "old.json", "new.json", "--format", "csv"]).ok();
+    assert!(csv.contains("\r\nnew,,2,,2,,0.2857,inference,d,v1\r\ngone,3,,1,,0.1667,,inference,c,v1\r\n"), "{csv}");
+
+    // A report that is not a ranking, a ranking cut with --top, rankings by different fields.
+    dir.command().args(["trend", "old.jsonl", "-o", "trend.json"]).ok();
+    let run = dir.command().args(["diff", "trend.json", "new.json"]).expect_code(1);
+    assert!(run.stderr.contains("trend.json"), "{}", run.stderr);
+    dir.command().args(["rank", "new.jsonl", "--top", "1", "-o", "top.json"]).ok();
+    let run = dir.command().args(["diff", "old.json", "top.json"]).expect_code(0);
+    assert!(run.stderr.contains("top.json lists 4 of its 7 failures"), "{}", run.stderr);
+    // Every vision row is rejected by the envelope profile; the (empty) report still names its fields.
+    dir.command().args(["rank", "new.jsonl", "--profile", "envelope", "-o", "envelope.json"]).ok();
+    let run = dir.command().args(["diff", "old.json", "envelope.json"]).expect_code(1);
+    assert!(run.stderr.contains("different fields"), "{}", run.stderr);
+    let run = dir.command().args(["diff", "old.json", "missing.json"]).expect_code(1);
+    assert!(run.stderr.contains("missing.json"), "{}", run.stderr);
+}

@@ -1,6 +1,7 @@
 //! Analyses over scanned rows. Rows are grouped on their raw signature first (few distinct
 //! values among millions of rows); normalisation then runs once per distinct raw tuple.
 
+pub mod diff;
 pub mod health;
 pub mod rank;
 pub mod sql;

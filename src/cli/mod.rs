@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own file, starting with its
 //! flags and help; the work itself is done by the library.
 
+mod diff;
 mod execute;
 mod gen;
 mod health;
@@ -60,6 +61,7 @@ struct Cli {
 enum Command {
     Rank(rank::Args),
     Trend(trend::Args),
+    Diff(diff::Args),
     Health(health::Args),
     Plan(plan::Args),
     Show(show::Args),
@@ -81,6 +83,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Rank(args) => rank::run(args),
         Command::Trend(args) => trend::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Health(args) => health::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Show(args) => show::run(args),

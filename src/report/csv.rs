@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::analyze::diff::DiffReport;
 use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
 use crate::analyze::trend::TrendReport;
@@ -34,6 +35,31 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
         row.extend(s.signature.values().map(text_cell));
         row.extend(s.counts.iter().map(u64::to_string));
         push_row(&mut out, row.into_iter());
+    }
+    out.into_bytes()
+}
+
+/// One row per signature: `new`, `gone` or `both`, with old and new rank, count and share
+/// (empty where the signature is absent).
+pub fn diff(report: &DiffReport) -> Vec<u8> {
+    let mut header: Vec<String> = ["change", "rank_old", "rank_new", "count_old", "count_new", "share_old", "share_new"].map(String::from).to_vec();
+    header.extend(report.signature_fields.iter().cloned());
+    let mut out = String::new();
+    push_row(&mut out, header.iter().map(|h| text_cell(h)));
+    let mut row = |change: &str, old: Option<(u64, u64, f64)>, new: Option<(u64, u64, f64)>, signature: &crate::signature::Signature| {
+        let part = |v: Option<(u64, u64, f64)>, i: usize| v.map(|(r, c, s)| [r.to_string(), c.to_string(), s.to_string()][i].clone()).unwrap_or_default();
+        let mut cells = vec![change.to_string(), part(old, 0), part(new, 0), part(old, 1), part(new, 1), part(old, 2), part(new, 2)];
+        cells.extend(signature.values().map(text_cell));
+        push_row(&mut out, cells.into_iter());
+    };
+    for b in &report.new {
+        row("new", None, Some((b.rank, b.count, b.share)), &b.signature);
+    }
+    for b in &report.gone {
+        row("gone", Some((b.rank, b.count, b.share)), None, &b.signature);
+    }
+    for c in &report.changed {
+        row("both", Some((c.rank_old, c.count_old, c.share_old)), Some((c.rank_new, c.count_new, c.share_new)), &c.signature);
     }
     out.into_bytes()
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::percent;
+use crate::analyze::diff::DiffReport;
 use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
 use crate::analyze::trend::{self, TrendReport};
@@ -51,6 +52,52 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
         let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), status, format!("`{}`", trend::sparkline(&s.counts, 48))];
         row.extend(s.signature.values().map(escape));
         let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.into_bytes()
+}
+
+pub fn diff(report: &DiffReport, old_name: &str, new_name: &str) -> Vec<u8> {
+    use super::table::{points, signed};
+    let mut out = String::new();
+    let _ = writeln!(out, "## DLQ causes: {} → {}\n", escape(old_name), escape(new_name));
+    let _ = writeln!(
+        out,
+        "{} failures → {} ({}); {} new causes, {} gone, {} in both.\n",
+        report.total_old,
+        report.total_new,
+        signed(report.total_new as i64 - report.total_old as i64),
+        report.new.len(),
+        report.gone.len(),
+        report.changed.len()
+    );
+    for (title, buckets) in [("New causes", &report.new), ("Gone", &report.gone)] {
+        if buckets.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "### {title}\n");
+        let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
+        header.extend(report.signature_fields.iter().map(|f| escape(f)));
+        table_head(&mut out, &header, 3);
+        for b in buckets {
+            let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
+            row.extend(b.signature.values().map(escape));
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        out.push('\n');
+    }
+    if !report.changed.is_empty() {
+        out.push_str("### In both\n\n");
+        let mut header: Vec<String> = ["rank", "count", "share"].map(String::from).to_vec();
+        header.extend(report.signature_fields.iter().map(|f| escape(f)));
+        table_head(&mut out, &header, 3);
+        for c in &report.changed {
+            let rank = if c.rank_new == c.rank_old { c.rank_new.to_string() } else { format!("{} (was {})", c.rank_new, c.rank_old) };
+            let count = format!("{} ({})", c.count_new, signed(c.count_new as i64 - c.count_old as i64));
+            let share = format!("{} ({})", percent(c.share_new), points(c.share_new - c.share_old));
+            let mut row = vec![rank, count, share];
+            row.extend(c.signature.values().map(escape));
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
     }
     out.into_bytes()
 }

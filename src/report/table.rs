@@ -6,6 +6,7 @@ use std::fmt::Write;
 use unicode_width::UnicodeWidthStr;
 
 use super::percent;
+use crate::analyze::diff::DiffReport;
 use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
 use crate::analyze::trend::{self, TrendReport};
@@ -38,6 +39,75 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         let _ = writeln!(out, "dominant: rank {} holds {} (alert at {}): {verdict}", d.rank, percent(d.share), percent(d.alert_share));
     }
     out.into_bytes()
+}
+
+pub fn diff(report: &DiffReport, old_name: &str, new_name: &str) -> Vec<u8> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} → {} · failures {} → {} ({}) · {} new, {} gone, {} in both",
+        clean(old_name),
+        clean(new_name),
+        report.total_old,
+        report.total_new,
+        signed(report.total_new as i64 - report.total_old as i64),
+        report.new.len(),
+        report.gone.len(),
+        report.changed.len()
+    );
+    for (title, buckets) in [("new causes", &report.new), ("gone", &report.gone)] {
+        if buckets.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{}:", title.to_uppercase());
+        let mut headers = vec!["rank".to_string(), "count".into(), "share".into()];
+        headers.extend(report.signature_fields.iter().cloned());
+        let rows: Vec<Vec<String>> = buckets
+            .iter()
+            .map(|b| {
+                let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
+                row.extend(b.signature.values().map(str::to_string));
+                row
+            })
+            .collect();
+        out.push_str(&render(&headers, &rows, 3));
+    }
+    if !report.changed.is_empty() {
+        out.push_str("\nIN BOTH:\n");
+        let mut headers: Vec<String> = ["rank", "was", "count", "was", "change", "share", "was", "change"].map(String::from).to_vec();
+        headers.extend(report.signature_fields.iter().cloned());
+        let rows: Vec<Vec<String>> = report
+            .changed
+            .iter()
+            .map(|c| {
+                let mut row = vec![
+                    c.rank_new.to_string(),
+                    c.rank_old.to_string(),
+                    c.count_new.to_string(),
+                    c.count_old.to_string(),
+                    signed(c.count_new as i64 - c.count_old as i64),
+                    percent(c.share_new),
+                    percent(c.share_old),
+                    points(c.share_new - c.share_old),
+                ];
+                row.extend(c.signature.values().map(str::to_string));
+                row
+            })
+            .collect();
+        out.push_str(&render(&headers, &rows, 8));
+    }
+    out.into_bytes()
+}
+
+/// `+5`, `-3`, `0`.
+pub fn signed(n: i64) -> String {
+    if n > 0 { format!("+{n}") } else { n.to_string() }
+}
+
+/// A share difference in percentage points: `+1.25 pp`.
+pub fn points(delta: f64) -> String {
+    let pp = (delta * 10_000.0).round() / 100.0;
+    if pp > 0.0 { format!("+{pp:.2} pp") } else if pp < 0.0 { format!("{pp:.2} pp") } else { "0.00 pp".into() }
 }
 
 /// Widest sparkline a terminal row gets; longer series are summed into this many columns.

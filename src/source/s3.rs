@@ -129,6 +129,14 @@ pub fn open(bucket: &str, key: &str) -> Result<Box<dyn Read + Send>> {
     Ok(Box::new(StreamReader { stream, current: Bytes::new(), name: format!("s3://{bucket}/{key}") }))
 }
 
+/// An object's whole content (small files: reports, policies).
+pub fn read_all(url: &str) -> Result<Vec<u8>> {
+    let (bucket, key) = split(url)?;
+    let mut bytes = Vec::new();
+    open(&bucket, &key)?.read_to_end(&mut bytes).with_context(|| format!("{url}: cannot read"))?;
+    Ok(bytes)
+}
+
 /// Downloads an object to a temporary file (Parquet readers need to seek); removed on drop.
 pub fn download(bucket: &str, key: &str) -> Result<TempFile> {
     let temp = TempFile::new();

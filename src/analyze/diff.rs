@@ -1,0 +1,90 @@
+//! `diff`: yesterday's ranking against today's, so a nightly message says which causes are new,
+//! which are gone, and how the rest moved in rank and share.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use super::rank::{self, Bucket, RankReport};
+use crate::signature::Signature;
+
+pub const REPORT_ID: &str = "dlqf.diff/1";
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DiffReport {
+    pub report: String,
+    /// In NEW's rank order.
+    pub new: Vec<Bucket>,
+    /// In OLD's rank order.
+    pub gone: Vec<Bucket>,
+    /// Every signature in both reports, in NEW's rank order.
+    pub changed: Vec<Change>,
+    pub total_old: u64,
+    pub total_new: u64,
+    pub signature_fields: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Change {
+    pub signature: Signature,
+    pub count_old: u64,
+    pub count_new: u64,
+    pub share_old: f64,
+    pub share_new: f64,
+    pub rank_old: u64,
+    pub rank_new: u64,
+}
+
+/// Checks that a parsed report is a ranking this version understands.
+pub fn check_rank_report(report: &RankReport, name: &str) -> Result<()> {
+    if report.report != rank::REPORT_ID {
+        bail!("{name}: is a `{}` report, not `{}` (make it with dlqf rank --format json)", report.report, rank::REPORT_ID);
+    }
+    Ok(())
+}
+
+/// A report made with `--top` lists fewer buckets than it counted: signatures past its end
+/// would show as new or gone. Returns how many of its failures are listed, if not all.
+pub fn listed_part(report: &RankReport) -> Option<u64> {
+    let listed: u64 = report.buckets.iter().map(|b| b.count).sum();
+    (listed < report.total).then_some(listed)
+}
+
+pub fn diff(old: &RankReport, new: &RankReport) -> Result<DiffReport> {
+    if old.signature_fields != new.signature_fields {
+        bail!(
+            "the reports group by different fields ({} vs {}): diff reports made with the same profile",
+            old.signature_fields.join(", "),
+            new.signature_fields.join(", ")
+        );
+    }
+    let old_by_signature: HashMap<&Signature, &Bucket> = old.buckets.iter().map(|b| (&b.signature, b)).collect();
+    let new_by_signature: HashMap<&Signature, &Bucket> = new.buckets.iter().map(|b| (&b.signature, b)).collect();
+    let mut added = Vec::new();
+    let mut changed = Vec::new();
+    for bucket in &new.buckets {
+        match old_by_signature.get(&bucket.signature) {
+            None => added.push(bucket.clone()),
+            Some(before) => changed.push(Change {
+                signature: bucket.signature.clone(),
+                count_old: before.count,
+                count_new: bucket.count,
+                share_old: before.share,
+                share_new: bucket.share,
+                rank_old: before.rank,
+                rank_new: bucket.rank,
+            }),
+        }
+    }
+    let gone = old.buckets.iter().filter(|b| !new_by_signature.contains_key(&b.signature)).cloned().collect();
+    Ok(DiffReport {
+        report: REPORT_ID.into(),
+        new: added,
+        gone,
+        changed,
+        total_old: old.total,
+        total_new: new.total,
+        signature_fields: new.signature_fields.clone(),
+    })
+}
