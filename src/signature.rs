@@ -3,7 +3,10 @@
 
 use std::borrow::Cow;
 
-use crate::profile::{classify, Normalizer, Profile};
+use std::sync::Arc;
+
+use crate::profile::classify::Classifier;
+use crate::profile::{CategorySource, Normalizer, Profile};
 use crate::timestamp;
 
 /// One field's value as a source read it, before the profile interprets it.
@@ -69,6 +72,14 @@ pub struct Layout {
     time: usize,
     attempts: Option<usize>,
     slots: Vec<Slot>,
+    classifier: Arc<Classifier>,
+    category: CategoryAt,
+}
+
+/// Positions in the signature values that a bucket's category follows from.
+enum CategoryAt {
+    Value(usize),
+    Classify { error_type: Option<usize>, message: usize },
 }
 
 impl Layout {
@@ -97,7 +108,15 @@ impl Layout {
                 required: s.required,
             })
             .collect();
-        Layout { columns, id, time, attempts, slots }
+        let position = |name: &str| profile.signature.iter().position(|s| s.field == name);
+        let category = match &profile.category {
+            CategorySource::Field(f) => CategoryAt::Value(position(f).expect("category field is a signature field")),
+            CategorySource::Classify { type_field, message_field } => CategoryAt::Classify {
+                error_type: type_field.as_deref().and_then(position),
+                message: position(message_field).expect("category message field is a signature field"),
+            },
+        };
+        Layout { columns, id, time, attempts, slots, classifier: profile.classifier.clone(), category }
     }
 
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
@@ -116,7 +135,7 @@ impl Layout {
                             let (ty, msg) = slot.aux.expect("category slot has aux columns");
                             let ty = cells[ty].as_text().unwrap_or_default();
                             let msg = cells[msg].as_text().unwrap_or_default();
-                            classify::classify(&ty, &msg).to_string()
+                            self.classifier.classify(&ty, &msg).to_string()
                         }
                     };
                     push_part(key, &value);
@@ -185,6 +204,20 @@ impl Layout {
             return None;
         }
         Some(DirectColumns { id: self.id, time: self.time, attempts: self.attempts, signature: self.slots.iter().map(|s| s.column).collect() })
+    }
+
+    /// The error category of a bucket, from its normalised signature values.
+    pub fn category_of(&self, values: &[String]) -> String {
+        match self.category {
+            CategoryAt::Value(i) => values[i].clone(),
+            CategoryAt::Classify { error_type, message } => {
+                self.classifier.classify(error_type.map_or("", |i| values[i].as_str()), &values[message]).to_string()
+            }
+        }
+    }
+
+    pub fn classifier(&self) -> &Classifier {
+        &self.classifier
     }
 
     /// The normalised signature values of a key produced by `extract`.

@@ -28,10 +28,10 @@ fn json_report_follows_the_contract_to_the_letter() {
         "buckets": [
             {"rank": 1, "signature": {"stage": "inference", "reject_reason": "timeout", "registry_revision": "det-v8.0"},
              "count": 3, "share": 0.75, "example_id": "cap-1",
-             "first_seen": "2026-10-01T00:00:00Z", "last_seen": "2026-10-02T00:00:00Z"},
+             "first_seen": "2026-10-01T00:00:00Z", "last_seen": "2026-10-02T00:00:00Z", "category": "transient"},
             {"rank": 2, "signature": {"stage": "ingestion", "reject_reason": "schema_invalid", "registry_revision": "det-v8.1"},
              "count": 1, "share": 0.25, "example_id": "cap-9",
-             "first_seen": "2026-11-11T23:59:59Z", "last_seen": "2026-11-11T23:59:59Z"}
+             "first_seen": "2026-11-11T23:59:59Z", "last_seen": "2026-11-11T23:59:59Z", "category": "unknown"}
         ],
         "dominant": {"rank": 1, "share": 0.75, "alert_share": 0.4, "alert": true}
     });
@@ -43,7 +43,7 @@ fn json_report_follows_the_contract_to_the_letter() {
         .map(|k| out.find(k).unwrap())
         .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "top-level key order: {out}");
-    let bucket_order: Vec<usize> = ["\"rank\"", "\"signature\"", "\"count\"", "\"share\"", "\"example_id\"", "\"first_seen\"", "\"last_seen\""]
+    let bucket_order: Vec<usize> = ["\"rank\"", "\"signature\"", "\"count\"", "\"share\"", "\"example_id\"", "\"first_seen\"", "\"last_seen\"", "\"category\""]
         .iter()
         .map(|k| out.find(k).unwrap())
         .collect();
@@ -210,9 +210,9 @@ fn table_csv_markdown_and_parquet_outputs() {
 
     let csv = dir.command().args(["rank", "dlq.jsonl", "--format", "csv"]).ok();
     let mut rows = csv.lines();
-    assert_eq!(rows.next().unwrap(), "rank,count,share,stage,reject_reason,registry_revision,example_id,first_seen,last_seen");
-    assert_eq!(rows.next().unwrap(), "1,2,0.6667,s,<script>alert(1)</script>,v,2,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z");
-    assert_eq!(rows.next().unwrap(), "2,1,0.3333,s,'=cmd|' /c calc'!a0,v,1,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z");
+    assert_eq!(rows.next().unwrap(), "rank,count,share,stage,reject_reason,registry_revision,example_id,first_seen,last_seen,category");
+    assert_eq!(rows.next().unwrap(), "1,2,0.6667,s,<script>alert(1)</script>,v,2,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z,unknown");
+    assert_eq!(rows.next().unwrap(), "2,1,0.3333,s,'=cmd|' /c calc'!a0,v,1,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z,unknown");
 
     let md = dir.command().args(["rank", "dlq.jsonl", "--format", "markdown"]).ok();
     assert!(md.contains("| rank | count | share | stage | reject\\_reason | registry\\_revision |"), "{md}");

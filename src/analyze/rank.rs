@@ -32,6 +32,9 @@ pub struct Bucket {
     pub example_id: String,
     pub first_seen: String,
     pub last_seen: String,
+    /// The bucket's error category (see `profile::classify`).
+    #[serde(default)]
+    pub category: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -46,6 +49,7 @@ pub struct Dominant {
 #[derive(Clone, Debug)]
 pub struct RankedBucket {
     pub values: Vec<String>,
+    pub category: String,
     pub stats: GroupStats,
 }
 
@@ -62,9 +66,32 @@ pub fn ranked_buckets(groups: SignatureGroups, layout: &Layout) -> Vec<RankedBuc
             }
         }
     }
-    let mut ranked: Vec<RankedBucket> = buckets.into_iter().map(|(values, stats)| RankedBucket { values, stats }).collect();
-    ranked.sort_by(|a, b| b.stats.count.cmp(&a.stats.count).then_with(|| a.values.cmp(&b.values)));
+    let mut ranked: Vec<RankedBucket> =
+        buckets.into_iter().map(|(values, stats)| RankedBucket { category: layout.category_of(&values), values, stats }).collect();
+    sort(&mut ranked);
     ranked
+}
+
+/// The buckets merged by error category (`rank --by category`): one bucket per category,
+/// whose signature is the category alone.
+pub fn by_category(buckets: Vec<RankedBucket>) -> Vec<RankedBucket> {
+    let mut merged: BTreeMap<String, GroupStats> = BTreeMap::new();
+    for b in buckets {
+        match merged.get_mut(&b.category) {
+            Some(stats) => stats.merge(&b.stats),
+            None => {
+                merged.insert(b.category, b.stats);
+            }
+        }
+    }
+    let mut ranked: Vec<RankedBucket> =
+        merged.into_iter().map(|(category, stats)| RankedBucket { values: vec![category.clone()], category, stats }).collect();
+    sort(&mut ranked);
+    ranked
+}
+
+fn sort(buckets: &mut [RankedBucket]) {
+    buckets.sort_by(|a, b| b.stats.count.cmp(&a.stats.count).then_with(|| a.values.cmp(&b.values)));
 }
 
 /// `count / total` rounded to 4 decimals, ties to even, computed exactly in integers (this
@@ -100,6 +127,7 @@ pub fn build(buckets: &[RankedBucket], rejected: u64, options: &RankOptions) -> 
             example_id: b.stats.first_id.clone(),
             first_seen: timestamp::format_micros(b.stats.first_time),
             last_seen: timestamp::format_micros(b.stats.last_time),
+            category: b.category.clone(),
         })
         .collect();
     let dominant = all.first().map(|top| Dominant {
@@ -141,6 +169,7 @@ mod tests {
     fn bucket(values: &[&str], count: u64) -> RankedBucket {
         RankedBucket {
             values: values.iter().map(|s| s.to_string()).collect(),
+            category: "unknown".into(),
             stats: GroupStats { count, first_time: 0, first_id: "x".into(), last_time: 0 },
         }
     }

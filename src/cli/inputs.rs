@@ -26,6 +26,10 @@ pub struct InputArgs {
     #[arg(long, default_value = "vision", value_name = "NAME|FILE")]
     pub profile: String,
 
+    /// Error categories and their routing: a TOML file overriding the default rules.
+    #[arg(long, value_name = "FILE")]
+    pub classification: Option<PathBuf>,
+
     /// Only failures at or after this time (RFC 3339, a date, or an age like 7d, 12h).
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
@@ -96,7 +100,10 @@ impl InputArgs {
 
     /// Resolves the profile, the time window (narrowed by `extra`) and the inputs.
     pub fn prepare(&self, extra: Window) -> Result<Prepared> {
-        let profile = Profile::load(&self.profile)?;
+        let mut profile = Profile::load(&self.profile)?;
+        if let Some(path) = &self.classification {
+            profile = profile.with_classification(path).map_err(|e| UsageError(format!("{e:#}")))?;
+        }
         let mut window = self.window()?;
         window.since = window.since.max(extra.since);
         window.until = match (window.until, extra.until) {

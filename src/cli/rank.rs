@@ -37,9 +37,19 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_ALERT_SHARE, value_name = "SHARE")]
     alert_share: f64,
 
+    /// Group by the full signature, or by error category alone.
+    #[arg(long, value_enum, default_value = "signature")]
+    by: GroupBy,
+
     /// Exit 3 when one cause dominates (its share reaches --alert-share).
     #[arg(long)]
     fail_on_dominant: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum GroupBy {
+    Signature,
+    Category,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -48,10 +58,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let format = args.output.format()?;
     let loaded = args.input.load(SignatureGroups::default)?;
-    let buckets = rank::ranked_buckets(loaded.acc, &loaded.layout);
+    let mut buckets = rank::ranked_buckets(loaded.acc, &loaded.layout);
+    let mut signature_fields = loaded.profile.signature_names();
+    if args.by == GroupBy::Category {
+        buckets = rank::by_category(buckets);
+        signature_fields = vec!["category".into()];
+    }
     let options = RankOptions {
         profile: loaded.profile.name.clone(),
-        signature_fields: loaded.profile.signature_names(),
+        signature_fields,
         alert_share: args.alert_share,
         top: args.top,
     };

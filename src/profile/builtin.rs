@@ -1,6 +1,6 @@
 //! The two built-in profiles, exactly as the product spec describes them.
 
-use super::{Normalizer, Profile, SignatureField};
+use super::{CategorySource, Normalizer, Profile, SignatureField};
 
 fn field(name: &str, normalizer: Normalizer) -> SignatureField {
     SignatureField { field: name.into(), normalizer, required: true }
@@ -21,6 +21,8 @@ pub fn vision() -> Profile {
         key_fields: vec!["stage".into(), "registry_revision".into()],
         revision_field: Some("registry_revision".into()),
         reason_field: Some("reject_reason".into()),
+        category: CategorySource::Classify { type_field: None, message_field: "reject_reason".into() },
+        classifier: Default::default(),
     }
 }
 
@@ -47,5 +49,7 @@ pub fn envelope() -> Profile {
         key_fields: vec!["original_topic".into(), "consumer_version".into()],
         revision_field: Some("consumer_version".into()),
         reason_field: Some("error_type".into()),
+        category: CategorySource::Field("error_category".into()),
+        classifier: Default::default(),
     }
 }

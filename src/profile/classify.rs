@@ -1,46 +1,159 @@
-//! Error categories from an error's type name and message, after the seed's `ErrorClassifier`:
-//! poison first, then validation, then transient; anything else is unknown.
+//! Error categories and their routing, after the seed's `ErrorClassifier` and `ERROR_ROUTING`:
+//! the default rules, which a TOML file can override category by category.
 
-const POISON_TYPES: &[&str] = &["MemoryError", "RecursionError", "PoisonPillError"];
-const POISON_PATTERNS: &[&str] = &["out of memory", "recursion", "stack overflow", "segmentation fault"];
-const VALIDATION_TYPES: &[&str] = &["ValueError", "KeyError", "TypeError", "JSONDecodeError"];
-const TRANSIENT_TYPES: &[&str] = &["TimeoutError", "ConnectionError", "ConnectionResetError"];
-const TRANSIENT_PATTERNS: &[&str] =
-    &["timeout", "connection refused", "temporarily unavailable", "try again", "rate limit", "503", "504"];
+use std::path::Path;
 
-/// Matches a type name with or without a module path (`json.decoder.JSONDecodeError`).
-fn type_is(error_type: &str, names: &[&str]) -> bool {
-    let short = error_type.trim().rsplit('.').next().unwrap_or("");
-    names.contains(&short)
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Categories in the order their rules are tried; anything unmatched is `unknown`.
+pub const CATEGORIES: [&str; 5] = ["poison", "validation", "transient", "dependency", "unknown"];
+
+/// How one category is recognised and what should happen to its messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryRule {
+    /// Exception type names (a module path before the name is ignored: `json.JSONDecodeError`).
+    #[serde(default)]
+    pub types: Vec<String>,
+    /// Case-insensitive substrings of the error message.
+    #[serde(default)]
+    pub patterns: Vec<String>,
+    /// Whether messages of this category may be replayed without an explicit clearance.
+    pub retry: bool,
+    /// Attempts after which a retryable message is poison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<i64>,
+    pub alert: bool,
+    pub page: bool,
 }
 
-pub fn classify(error_type: &str, message: &str) -> &'static str {
-    let message = message.to_lowercase();
-    if type_is(error_type, POISON_TYPES) || POISON_PATTERNS.iter().any(|p| message.contains(p)) {
-        return "poison";
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Classifier {
+    /// One rule per entry of `CATEGORIES`, in that order.
+    pub rules: Vec<(String, CategoryRule)>,
+}
+
+fn rule(types: &[&str], patterns: &[&str], retry: bool, max_retries: Option<i64>, alert: bool, page: bool) -> CategoryRule {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    CategoryRule { types: strings(types), patterns: strings(patterns), retry, max_retries, alert, page }
+}
+
+impl Default for Classifier {
+    /// The seed's rules: poison (types and patterns), validation (types), transient (types and
+    /// patterns, which in the seed's production classifier include 503 and rate limits); no
+    /// default rule yields dependency, whose routing applies once a file gives it rules.
+    fn default() -> Classifier {
+        let rules = vec![
+            rule(&["MemoryError", "RecursionError", "PoisonPillError"], &["out of memory", "recursion", "stack overflow", "segmentation fault"], false, None, true, true),
+            rule(&["ValueError", "KeyError", "TypeError", "JSONDecodeError"], &[], false, None, false, false),
+            rule(
+                &["TimeoutError", "ConnectionError", "ConnectionResetError"],
+                &["timeout", "connection refused", "temporarily unavailable", "try again", "rate limit", "503", "504"],
+                true,
+                Some(5),
+                true,
+                false,
+            ),
+            rule(&[], &[], true, Some(10), true, false),
+            rule(&[], &[], true, Some(3), true, false),
+        ];
+        Classifier { rules: CATEGORIES.iter().map(|c| c.to_string()).zip(rules).collect() }
     }
-    if type_is(error_type, VALIDATION_TYPES) {
-        return "validation";
+}
+
+/// A category's table in an override file: every key optional, unset keys keep the default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleOverride {
+    types: Option<Vec<String>>,
+    patterns: Option<Vec<String>>,
+    retry: Option<bool>,
+    max_retries: Option<i64>,
+    alert: Option<bool>,
+    page: Option<bool>,
+}
+
+impl Classifier {
+    /// The default rules with a TOML file's `[poison]`, `[validation]`, … tables laid over them.
+    pub fn load(path: &Path) -> Result<Classifier> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read classification", path.display()))?;
+        Self::parse(&text).with_context(|| format!("classification {}", path.display()))
     }
-    if type_is(error_type, TRANSIENT_TYPES) || TRANSIENT_PATTERNS.iter().any(|p| message.contains(p)) {
-        return "transient";
+
+    pub fn parse(text: &str) -> Result<Classifier> {
+        let tables: toml::Table = toml::from_str(text)?;
+        let mut classifier = Classifier::default();
+        for (name, value) in tables {
+            let Some(slot) = classifier.rules.iter_mut().find(|(n, _)| *n == name) else {
+                bail!("unknown category `{name}` (categories: {})", CATEGORIES.join(", "));
+            };
+            let o: RuleOverride = value.try_into().with_context(|| format!("[{name}]"))?;
+            let rule = &mut slot.1;
+            if name == "unknown" && (o.types.is_some() || o.patterns.is_some()) {
+                bail!("[unknown] takes routing only: it is what no rule matches");
+            }
+            rule.types = o.types.unwrap_or(std::mem::take(&mut rule.types));
+            rule.patterns = o.patterns.unwrap_or(std::mem::take(&mut rule.patterns)).iter().map(|p| p.to_lowercase()).collect();
+            rule.retry = o.retry.unwrap_or(rule.retry);
+            rule.max_retries = o.max_retries.or(rule.max_retries);
+            if rule.max_retries.is_some_and(|m| m < 1) {
+                bail!("[{name}] max_retries must be at least 1");
+            }
+            rule.alert = o.alert.unwrap_or(rule.alert);
+            rule.page = o.page.unwrap_or(rule.page);
+        }
+        Ok(classifier)
     }
-    "unknown"
+
+    /// The first category (in `CATEGORIES` order) whose type names or message patterns match.
+    pub fn classify(&self, error_type: &str, message: &str) -> &str {
+        let short = error_type.trim().rsplit('.').next().unwrap_or("");
+        let message = message.to_lowercase();
+        for (name, rule) in &self.rules {
+            if rule.types.iter().any(|t| t == short) || rule.patterns.iter().any(|p| message.contains(p.as_str())) {
+                return name;
+            }
+        }
+        "unknown"
+    }
+
+    /// The routing of a category; a name that is not a category routes as `unknown`.
+    pub fn routing(&self, category: &str) -> &CategoryRule {
+        let unknown = &self.rules.last().expect("five categories").1;
+        self.rules.iter().find(|(n, _)| n == category).map_or(unknown, |(_, r)| r)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::classify;
+    use super::*;
 
     #[test]
     fn follows_the_seed_rules_in_order() {
-        assert_eq!(classify("MemoryError", ""), "poison");
-        assert_eq!(classify("ValueError", "maximum recursion depth exceeded"), "poison");
-        assert_eq!(classify("ValueError", "Invalid item quantity"), "validation");
-        assert_eq!(classify("json.decoder.JSONDecodeError", "Expecting value"), "validation");
-        assert_eq!(classify("TimeoutError", ""), "transient");
-        assert_eq!(classify("HTTPError", "503 Service Unavailable"), "transient");
-        assert_eq!(classify("RuntimeError", "Rate Limit exceeded"), "transient");
-        assert_eq!(classify("RuntimeError", "boom"), "unknown");
+        let c = Classifier::default();
+        assert_eq!(c.classify("MemoryError", ""), "poison");
+        assert_eq!(c.classify("ValueError", "maximum recursion depth exceeded"), "poison");
+        assert_eq!(c.classify("ValueError", "Invalid item quantity"), "validation");
+        assert_eq!(c.classify("json.decoder.JSONDecodeError", "Expecting value"), "validation");
+        assert_eq!(c.classify("TimeoutError", ""), "transient");
+        assert_eq!(c.classify("HTTPError", "503 Service Unavailable"), "transient");
+        assert_eq!(c.classify("RuntimeError", "Rate Limit exceeded"), "transient");
+        assert_eq!(c.classify("RuntimeError", "boom"), "unknown");
+        assert!(!c.routing("validation").retry && !c.routing("poison").retry && c.routing("poison").page);
+        assert_eq!(c.routing("transient").max_retries, Some(5));
+        assert_eq!(c.routing("no-such").max_retries, Some(3));
+    }
+
+    #[test]
+    fn a_file_overrides_only_what_it_names() {
+        let c = Classifier::parse("[dependency]\npatterns = ['Service Unavailable', 'registry_unreachable']\n[transient]\nmax_retries = 2\n").unwrap();
+        assert_eq!(c.classify("HTTPError", "503 Service Unavailable"), "transient"); // transient is tried first
+        assert_eq!(c.classify("", "registry_unreachable"), "dependency");
+        assert_eq!(c.routing("transient").max_retries, Some(2));
+        assert_eq!(c.routing("transient").patterns, Classifier::default().routing("transient").patterns);
+        assert!(Classifier::parse("[fatal]\nretry = false").unwrap_err().to_string().contains("unknown category `fatal`"));
+        assert!(Classifier::parse("[poison]\nretyr = false").is_err());
+        assert!(Classifier::parse("[unknown]\npatterns = ['x']").is_err());
     }
 }

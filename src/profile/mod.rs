@@ -6,6 +6,7 @@ pub mod classify;
 pub mod template;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -67,6 +68,18 @@ pub struct Profile {
     pub revision_field: Option<String>,
     /// The signature field holding the failure reason (what `cleared_reasons` matches).
     pub reason_field: Option<String>,
+    /// Where a bucket's error category comes from.
+    pub category: CategorySource,
+    pub classifier: Arc<classify::Classifier>,
+}
+
+/// How a bucket's category follows from its (normalised) signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CategorySource {
+    /// A signature field that holds the category (classified per row when the dump has none).
+    Field(String),
+    /// Classified from signature fields: the message, and the error type if there is one.
+    Classify { type_field: Option<String>, message_field: String },
 }
 
 impl Profile {
@@ -77,6 +90,12 @@ impl Profile {
             "envelope" => Ok(builtin::envelope()),
             path => from_toml_file(Path::new(path)),
         }
+    }
+
+    /// Replaces the default classification rules with a file's overrides.
+    pub fn with_classification(mut self, path: &Path) -> Result<Profile> {
+        self.classifier = Arc::new(classify::Classifier::load(path)?);
+        Ok(self)
     }
 
     pub fn signature_names(&self) -> Vec<String> {
@@ -153,7 +172,15 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
         }
     }
     let key_fields = file.idempotency_key.unwrap_or_else(|| names.iter().map(|s| s.to_string()).collect());
+    let category_field = signature.iter().find(|s| matches!(s.normalizer, Normalizer::Category { .. }));
+    let category = match (category_field, &file.reason) {
+        (Some(f), _) => CategorySource::Field(f.field.clone()),
+        (None, Some(reason)) => CategorySource::Classify { type_field: None, message_field: reason.clone() },
+        (None, None) => CategorySource::Classify { type_field: None, message_field: names.last().expect("a signature field").to_string() },
+    };
     Ok(Profile {
+        category,
+        classifier: Arc::default(),
         name: file.name.unwrap_or_else(|| origin.to_string()),
         id_field: file.id,
         time_field: file.time,

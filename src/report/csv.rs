@@ -12,12 +12,19 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
     header.extend(report.signature_fields.iter().cloned());
     header.extend(["example_id".into(), "first_seen".into(), "last_seen".into()]);
+    let category = super::shows_category(&report.signature_fields);
+    if category {
+        header.push("category".into());
+    }
     let mut out = String::new();
     push_row(&mut out, header.iter().map(|h| text_cell(h)));
     for b in &report.buckets {
         let mut row = vec![b.rank.to_string(), b.count.to_string(), b.share.to_string()];
         row.extend(b.signature.values().map(text_cell));
         row.extend([text_cell(&b.example_id), b.first_seen.clone(), b.last_seen.clone()]);
+        if category {
+            row.push(text_cell(&b.category));
+        }
         push_row(&mut out, row.into_iter());
     }
     out.into_bytes()

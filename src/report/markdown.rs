@@ -20,11 +20,18 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     out.push('\n');
     let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
     header.extend(report.signature_fields.iter().map(|f| escape(f)));
+    let category = super::shows_category(&report.signature_fields);
+    if category {
+        header.push("category".into());
+    }
     header.extend(["first seen".into(), "last seen".into(), "example".into()]);
     table_head(&mut out, &header, 3);
     for b in &report.buckets {
         let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
         row.extend(b.signature.values().map(escape));
+        if category {
+            row.push(escape(&b.category));
+        }
         row.extend([b.first_seen.clone(), b.last_seen.clone(), escape(&b.example_id)]);
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }

@@ -83,6 +83,11 @@ pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// Whether reports add a category column (not when the signature is the category).
+pub fn shows_category(signature_fields: &[String]) -> bool {
+    !signature_fields.iter().any(|f| f == "category")
+}
+
 /// Shares as percentages with two decimals, for people.
 pub fn percent(share: f64) -> String {
     format!("{:.2}%", share * 100.0)

@@ -22,6 +22,10 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     );
     let mut headers = vec!["rank".to_string(), "count".into(), "share".into()];
     headers.extend(report.signature_fields.iter().cloned());
+    let category = super::shows_category(&report.signature_fields);
+    if category {
+        headers.push("category".into());
+    }
     headers.extend(["first_seen".into(), "last_seen".into(), "example_id".into()]);
     let rows: Vec<Vec<String>> = report
         .buckets
@@ -29,6 +33,9 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         .map(|b| {
             let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
             row.extend(b.signature.values().map(str::to_string));
+            if category {
+                row.push(b.category.clone());
+            }
             row.extend([b.first_seen.clone(), b.last_seen.clone(), b.example_id.clone()]);
             row
         })

@@ -17,6 +17,20 @@ SIG = ["stage", "reject_reason", "registry_revision"]
 WS = "' ' || chr(9) || chr(10) || chr(13)"
 
 
+# The seed's ErrorClassifier message patterns, tried in its order (a vision reason has no
+# exception type, so only the patterns can match).
+POISON_PATTERNS = ["out of memory", "recursion", "stack overflow", "segmentation fault"]
+TRANSIENT_PATTERNS = ["timeout", "connection refused", "temporarily unavailable", "try again", "rate limit", "503", "504"]
+
+
+def category(reason):
+    if any(p in reason.lower() for p in POISON_PATTERNS):
+        return "poison"
+    if any(p in reason.lower() for p in TRANSIENT_PATTERNS):
+        return "transient"
+    return "unknown"
+
+
 def valid_time(value):
     if not isinstance(value, str):
         return False
@@ -119,6 +133,7 @@ def main():
             "example_id": r[6],
             "first_seen": fmt(r[4]),
             "last_seen": fmt(r[5]),
+            "category": category(r[1]),
         }
         for i, r in enumerate(rows)
     ]
