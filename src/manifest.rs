@@ -90,6 +90,9 @@ pub struct Header {
     /// The repairs applied at plan time (`--fix`), if any.
     #[serde(default)]
     pub fixes: Value,
+    /// The category rules and routing a `routing` policy decided with (else null).
+    #[serde(default)]
+    pub classification: Value,
     pub counts: DecisionCounts,
     pub rejected: u64,
     pub entries: u64,

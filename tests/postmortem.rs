@@ -42,9 +42,9 @@ fn trend_counts_per_utc_day_without_gaps_and_says_what_changed() {
         "periods": days,
         "series": [
             // 3 each: ties in rank order by signature (blur < oom < timeout).
-            {"signature": sig("blur"), "counts": [1, 2, 0, 0, 0], "total": 3, "status": "resolved"},
-            {"signature": sig("oom"), "counts": [0, 0, 0, 2, 1], "total": 3, "status": "new"},
-            {"signature": sig("timeout"), "counts": [2, 0, 0, 1, 0], "total": 3, "status": "rising"},
+            {"signature": sig("blur"), "counts": [1, 2, 0, 0, 0], "total": 3, "status": "resolved", "category": "unknown"},
+            {"signature": sig("oom"), "counts": [0, 0, 0, 2, 1], "total": 3, "status": "new", "category": "unknown"},
+            {"signature": sig("timeout"), "counts": [2, 0, 0, 1, 0], "total": 3, "status": "rising", "category": "transient"},
         ]
     });
     assert_eq!(report, expected);
@@ -54,8 +54,8 @@ fn trend_counts_per_utc_day_without_gaps_and_says_what_changed() {
     let table = dir.command().args(["trend", "d.jsonl", "--window", "2"]).ok();
     assert!(table.contains("resolved") && table.contains("new") && table.contains("▄█"), "{table}");
     let csv = dir.command().args(["trend", "d.jsonl", "--format", "csv"]).ok();
-    assert!(csv.starts_with("rank,total,status,stage,reject_reason,registry_revision,2026-10-01T00:00:00Z,"), "{csv}");
-    assert!(csv.contains("\r\n2,3,new,inference,oom,v1,0,0,0,2,1\r\n"), "{csv}");
+    assert!(csv.starts_with("rank,total,status,stage,reject_reason,registry_revision,category,2026-10-01T00:00:00Z,"), "{csv}");
+    assert!(csv.contains("\r\n2,3,new,inference,oom,v1,unknown,0,0,0,2,1\r\n"), "{csv}");
 }
 
 #[test]

@@ -4,6 +4,7 @@ mod stage;
 mod util;
 
 mod bad_input;
+mod classification;
 mod crosscheck;
 mod gen;
 mod inputs;

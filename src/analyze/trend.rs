@@ -158,6 +158,9 @@ pub struct Series {
     pub counts: Vec<u64>,
     pub total: u64,
     pub status: Status,
+    /// The cause's error category (see `profile::classify`).
+    #[serde(default)]
+    pub category: String,
 }
 
 pub struct TrendOptions {
@@ -194,7 +197,8 @@ pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Tr
             }
             let total = counts.iter().sum();
             let status = Status::of(&counts, options.window);
-            Series { signature: Signature::new(&options.signature_fields, &values), counts, total, status }
+            let category = layout.category_of(&values);
+            Series { signature: Signature::new(&options.signature_fields, &values), counts, total, status, category }
         })
         .collect();
     // Stable sort over signature order: count descending, then signature values ascending.

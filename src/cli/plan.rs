@@ -27,8 +27,12 @@ use super::UsageError;
 ///
 /// Policy (TOML): max_attempts = 3, cleared_reasons = ["timeout"], cleared_signatures =
 /// [{stage = "ingestion", reject_reason = "schema_invalid"}], clear_all = false,
-/// replay_revision = "det-v8.3", [filter] since/until/signature. An empty allow-list clears
-/// nothing.
+/// routing = false, replay_revision = "det-v8.3", [filter] since/until/signature. An empty
+/// allow-list clears nothing.
+///
+/// Without --policy the error categories decide (routing = true): transient, dependency and
+/// unknown messages replay until their max_retries (5, 10, 3), validation and poison are held.
+/// --classification FILE changes the categories' rules and routing.
 ///
 /// Examples:
 ///   dlqf plan dumps/ --policy policy.toml -o manifest.jsonl
@@ -39,9 +43,9 @@ pub struct Args {
     #[command(flatten)]
     input: InputArgs,
 
-    /// The replay policy (TOML).
+    /// The replay policy (TOML). Default: the error categories' routing.
     #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    policy: Option<PathBuf>,
 
     /// Repairs to apply per signature (TOML or JSON): set, remove, merge_patch.
     #[arg(long, value_name = "FILE")]
@@ -57,7 +61,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let policy = Policy::load(&args.policy).map_err(|e| UsageError(format!("{e:#}")))?;
+    let policy = match &args.policy {
+        Some(path) => Policy::load(path).map_err(|e| UsageError(format!("{e:#}")))?,
+        None => Policy::routing_default(),
+    };
     let fixes = match &args.fix {
         Some(path) => Fixes::load(path).map_err(|e| UsageError(format!("{e:#}")))?,
         None => Fixes::default(),
@@ -81,6 +88,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         inputs: prepared.inputs.iter().map(stamp).collect(),
         policy: serde_json::to_value(&policy)?,
         fixes: if fixes.fix.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&fixes)? },
+        classification: if policy.routing { serde_json::to_value(prepared.layout.classifier())? } else { serde_json::Value::Null },
         counts: DecisionCounts { replay: u64::MAX, poison_attempts: u64::MAX, poison_uncleared: u64::MAX },
         rejected: u64::MAX,
         entries: u64::MAX,

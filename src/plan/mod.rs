@@ -78,7 +78,8 @@ impl Planner<'_> {
             return None;
         }
         let reason = self.profile.reason_field.as_deref().and_then(|f| signature.get(f));
-        let decision = self.policy.decide(row.facts.attempts, reason, &signature);
+        let route = self.layout.classifier().routing(&self.layout.category_of(&values));
+        let decision = self.policy.decide(row.facts.attempts, reason, &signature, route);
         let key = self.key(&row.facts.id, &signature, &row.record);
         let record = if self.fixes.applies_to(&signature) {
             let mut object = row.record.into_object();

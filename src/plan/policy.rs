@@ -7,8 +7,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::manifest::{Decision, DEFAULT_MAX_ATTEMPTS};
+use crate::profile::classify::CategoryRule;
 use crate::signature::Signature;
-
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +26,11 @@ pub struct Policy {
     /// Replay everything that is not poisoned by attempts. Must be said explicitly.
     #[serde(default)]
     pub clear_all: bool,
+    /// Let each message's error category decide what the allow-lists leave open: categories
+    /// whose routing retries replay (and are poison after their `max_retries`), the others are
+    /// held. `plan` without `--policy` uses exactly this.
+    #[serde(default)]
+    pub routing: bool,
     /// The revision the work will be reprocessed under; it replaces the message's revision in
     /// the idempotency key.
     #[serde(default)]
@@ -49,6 +54,11 @@ fn default_max_attempts() -> i64 {
 }
 
 impl Policy {
+    /// The default policy: the classification's routing, nothing cleared explicitly.
+    pub fn routing_default() -> Policy {
+        Policy { routing: true, max_attempts: DEFAULT_MAX_ATTEMPTS, ..Policy::default() }
+    }
+
     pub fn load(path: &Path) -> Result<Policy> {
         let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read policy", path.display()))?;
         Self::parse(&text).with_context(|| format!("policy {}", path.display()))
@@ -70,14 +80,16 @@ impl Policy {
         Ok(policy)
     }
 
-    /// The gate, in order: attempts, then the allow-lists.
-    pub fn decide(&self, attempts: i64, reason: Option<&str>, signature: &Signature) -> Decision {
-        if attempts >= self.max_attempts {
+    /// The gate, in order: attempts (the category's `max_retries` under routing, else
+    /// `max_attempts`), then the allow-lists, then (under routing) the category's `retry`.
+    pub fn decide(&self, attempts: i64, reason: Option<&str>, signature: &Signature, route: &CategoryRule) -> Decision {
+        let cap = if self.routing { route.max_retries.unwrap_or(self.max_attempts) } else { self.max_attempts };
+        if attempts >= cap {
             return Decision::PoisonAttempts;
         }
         let reason_cleared = reason.is_some_and(|r| self.cleared_reasons.iter().any(|c| *c == r.trim().to_lowercase()));
         let signature_cleared = self.cleared_signatures.iter().any(|t| matches(t, signature));
-        if self.clear_all || reason_cleared || signature_cleared {
+        if self.clear_all || reason_cleared || signature_cleared || (self.routing && route.retry) {
             Decision::Replay
         } else {
             Decision::PoisonUncleared
@@ -109,6 +121,11 @@ fn matches(table: &toml::Table, signature: &Signature) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::classify::Classifier;
+
+    fn held() -> CategoryRule {
+        Classifier::default().routing("validation").clone()
+    }
 
     fn sig(stage: &str, reason: &str) -> Signature {
         Signature(vec![("stage".into(), stage.into()), ("reject_reason".into(), reason.into()), ("registry_revision".into(), "det-v8".into())])
@@ -118,10 +135,10 @@ mod tests {
     fn an_empty_allow_list_clears_nothing() {
         let p = Policy::parse("").unwrap();
         assert_eq!(p.max_attempts, 3);
-        assert_eq!(p.decide(0, Some("timeout"), &sig("inference", "timeout")), Decision::PoisonUncleared);
+        assert_eq!(p.decide(0, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::PoisonUncleared);
         let all = Policy::parse("clear_all = true").unwrap();
-        assert_eq!(all.decide(0, Some("timeout"), &sig("inference", "timeout")), Decision::Replay);
-        assert_eq!(all.decide(3, Some("timeout"), &sig("inference", "timeout")), Decision::PoisonAttempts);
+        assert_eq!(all.decide(0, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::Replay);
+        assert_eq!(all.decide(3, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::PoisonAttempts);
     }
 
     #[test]
@@ -130,10 +147,27 @@ mod tests {
             "max_attempts = 2\ncleared_reasons = [' Timeout ']\ncleared_signatures = [{stage = 'ingestion', reject_reason = 'schema_invalid'}]",
         )
         .unwrap();
-        assert_eq!(p.decide(2, Some("timeout"), &sig("inference", "timeout")), Decision::PoisonAttempts);
-        assert_eq!(p.decide(1, Some("Timeout"), &sig("inference", "timeout")), Decision::Replay);
-        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("ingestion", "schema_invalid")), Decision::Replay);
-        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("inference", "schema_invalid")), Decision::PoisonUncleared);
+        assert_eq!(p.decide(2, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::PoisonAttempts);
+        assert_eq!(p.decide(1, Some("Timeout"), &sig("inference", "timeout"), &held()), Decision::Replay);
+        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("ingestion", "schema_invalid"), &held()), Decision::Replay);
+        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("inference", "schema_invalid"), &held()), Decision::PoisonUncleared);
+    }
+
+    #[test]
+    fn routing_replays_retryable_categories_up_to_their_cap_and_holds_the_rest() {
+        let c = Classifier::default();
+        let p = Policy::routing_default();
+        let s = sig("inference", "timeout");
+        assert_eq!(p.decide(4, None, &s, c.routing("transient")), Decision::Replay);
+        assert_eq!(p.decide(5, None, &s, c.routing("transient")), Decision::PoisonAttempts);
+        assert_eq!(p.decide(9, None, &s, c.routing("dependency")), Decision::Replay);
+        assert_eq!(p.decide(0, None, &s, c.routing("validation")), Decision::PoisonUncleared);
+        assert_eq!(p.decide(0, None, &s, c.routing("poison")), Decision::PoisonUncleared);
+        assert_eq!(p.decide(3, None, &s, c.routing("poison")), Decision::PoisonAttempts);
+        let cleared = Policy::parse("routing = true\ncleared_reasons = ['timeout']").unwrap();
+        assert_eq!(cleared.decide(0, Some("timeout"), &s, c.routing("validation")), Decision::Replay);
+        // Without routing a file's empty allow-list still clears nothing.
+        assert_eq!(Policy::parse("").unwrap().decide(0, None, &s, c.routing("transient")), Decision::PoisonUncleared);
     }
 
     #[test]

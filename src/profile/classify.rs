@@ -28,10 +28,22 @@ pub struct CategoryRule {
     pub page: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Classifier {
     /// One rule per entry of `CATEGORIES`, in that order.
     pub rules: Vec<(String, CategoryRule)>,
+}
+
+/// As a TOML override file would write it: one table per category, in rule order.
+impl Serialize for Classifier {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.rules.len()))?;
+        for (name, rule) in &self.rules {
+            map.serialize_entry(name, rule)?;
+        }
+        map.end()
+    }
 }
 
 fn rule(types: &[&str], patterns: &[&str], retry: bool, max_retries: Option<i64>, alert: bool, page: bool) -> CategoryRule {
