@@ -10,6 +10,8 @@ MOTO_VERSION := 5.2.1
 PYSPARK_VERSION := 4.0.1
 DEBUG_BIN := $(CARGO_TARGET_DIR)/debug/dlqf
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
+# Headless Chromium opens the HTML report in a test (Debian's package).
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: demo test bench build release sample-data test-deps clean-bench
 
@@ -25,8 +27,8 @@ build:
 release:
 	cargo build --release
 
-## Install what the tests need (DuckDB, moto and pyspark from PyPI in a venv, PostgreSQL from
-## Debian),
+## Install what the tests need (DuckDB, moto and pyspark from PyPI in a venv; PostgreSQL and
+## Chromium from Debian; s3s-fs from crates.io),
 ## start a throwaway PostgreSQL and S3 server on loopback, run every test, stop both whatever
 ## the outcome.
 PG_DIR ?= /tmp/dlqf-test-pg
@@ -39,13 +41,17 @@ test: test-deps
 	cargo build --all-targets
 	scripts/postgres.sh start $(PG_DIR) $(PG_PORT) > $(PG_DIR).url
 	scripts/moto.sh start $(VENV)/bin $(MOTO_PORT) $(MOTO_PID) || { scripts/postgres.sh stop $(PG_DIR); exit 1; }
-	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
+	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) cargo test --all-targets; \
 	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
 
 DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)
 # s3s-fs checks credentials (moto accepts any), for the wrong-credentials test.
 S3S_FS := $(HOME)/.cargo/bin/s3s-fs
-test-deps: $(DEPS_STAMP) $(S3S_FS)
+test-deps: $(DEPS_STAMP) $(S3S_FS) $(CHROMIUM)
+
+$(CHROMIUM):
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
 
 $(S3S_FS):
 	CARGO_TARGET_DIR=$(HOME)/.cache/dlqf-s3s-target cargo install s3s-fs@0.14.1 --features binary --locked

@@ -7,6 +7,7 @@ mod bad_input;
 mod classification;
 mod crosscheck;
 mod gen;
+mod html;
 mod inputs;
 mod postgres;
 mod postmortem;

@@ -71,6 +71,34 @@ impl TrendGroups {
     pub fn new(every: Every) -> TrendGroups {
         TrendGroups { every, groups: FastMap::default() }
     }
+
+    /// The period length that suits the span of the data, for a report that must choose one:
+    /// hours up to 3 days, days up to 26 weeks, weeks beyond.
+    pub fn fitting_every(&self) -> Every {
+        let starts = self.groups.values().flat_map(|p| p.keys().copied());
+        let (first, last) = starts.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
+        match last.saturating_sub(first) {
+            span if span <= 3 * DAY => Every::Hour,
+            span if span <= 26 * 7 * DAY => Every::Day,
+            _ => Every::Week,
+        }
+    }
+
+    /// The same counts in longer periods (hours nest in days, days in weeks).
+    pub fn coarsen(self, every: Every) -> TrendGroups {
+        let groups = self
+            .groups
+            .into_iter()
+            .map(|(key, periods)| {
+                let mut coarse: FastMap<i64, u64> = FastMap::default();
+                for (start, n) in periods {
+                    *coarse.entry(every.period_start(start)).or_insert(0) += n;
+                }
+                (key, coarse)
+            })
+            .collect();
+        TrendGroups { every, groups }
+    }
 }
 
 impl Accumulator for TrendGroups {
@@ -215,6 +243,28 @@ pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Tr
         profile: options.profile.clone(),
         signature_fields: options.signature_fields.clone(),
     }
+}
+
+/// The series merged by error category (one series per category, its signature the category).
+pub fn by_category(report: TrendReport) -> TrendReport {
+    let mut merged: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for s in report.series {
+        let counts = merged.entry(s.category).or_insert_with(|| vec![0; s.counts.len()]);
+        counts.iter_mut().zip(&s.counts).for_each(|(a, b)| *a += b);
+    }
+    let fields = vec!["category".to_string()];
+    let mut series: Vec<Series> = merged
+        .into_iter()
+        .map(|(category, counts)| Series {
+            signature: Signature::new(&fields, std::slice::from_ref(&category)),
+            total: counts.iter().sum(),
+            status: Status::of(&counts, report.window),
+            counts,
+            category,
+        })
+        .collect();
+    series.sort_by(|a, b| b.total.cmp(&a.total));
+    TrendReport { series, signature_fields: fields, ..report }
 }
 
 /// Unicode block sparkline of `counts`, at most `width` characters: adjacent periods are summed

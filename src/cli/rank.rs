@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use dlqf::analyze::rank::{self, RankOptions, DEFAULT_ALERT_SHARE};
+use dlqf::analyze::trend::{self, Every, TrendGroups, TrendOptions, DEFAULT_WINDOW};
 use dlqf::analyze::SignatureGroups;
 use dlqf::report::{self, OutputFormat};
 
@@ -57,8 +58,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return Err(UsageError(format!("--alert-share must be between 0 and 1, got {}", args.alert_share)).into());
     }
     let format = args.output.format()?;
-    let loaded = args.input.load(SignatureGroups::default)?;
-    let mut buckets = rank::ranked_buckets(loaded.acc, &loaded.layout);
+    // The HTML page also draws trend lines: count per hour in the same scan, then choose the
+    // period length that suits the data's span.
+    let html = format == OutputFormat::Html;
+    let loaded = args.input.load(|| (SignatureGroups::default(), html.then(|| TrendGroups::new(Every::Hour))))?;
+    let (groups, hourly) = loaded.acc;
+    let mut buckets = rank::ranked_buckets(groups, &loaded.layout);
     let mut signature_fields = loaded.profile.signature_names();
     if args.by == GroupBy::Category {
         buckets = rank::by_category(buckets);
@@ -77,6 +82,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Csv => report::csv::rank(&ranking),
         OutputFormat::Markdown => report::markdown::rank(&ranking),
         OutputFormat::Parquet => report::parquet::rank(&ranking)?,
+        OutputFormat::Html => {
+            let hourly = hourly.expect("counted per hour for html");
+            let every = hourly.fitting_every();
+            let signature_fields = loaded.profile.signature_names();
+            let trend_options = TrendOptions { profile: options.profile.clone(), signature_fields, every, window: DEFAULT_WINDOW, top: None };
+            let mut trend = trend::build(hourly.coarsen(every), &loaded.layout, &trend_options);
+            if args.by == GroupBy::Category {
+                trend = trend::by_category(trend);
+            }
+            report::html::rank(&ranking, &trend)
+        }
     };
     report::write_output(args.output.output.as_deref(), &bytes)?;
     let alert = ranking.dominant.as_ref().is_some_and(|d| d.alert);

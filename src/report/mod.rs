@@ -2,6 +2,7 @@
 //! Every renderer returns bytes; `write_output` puts them on stdout or atomically in a file.
 
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod parquet;
@@ -21,10 +22,11 @@ pub enum OutputFormat {
     Csv,
     Markdown,
     Parquet,
+    Html,
 }
 
 impl OutputFormat {
-    pub const NAMES: &'static [&'static str] = &["table", "json", "csv", "markdown", "parquet"];
+    pub const NAMES: &'static [&'static str] = &["table", "json", "csv", "markdown", "parquet", "html"];
 
     pub fn from_name(name: &str) -> Option<OutputFormat> {
         Some(match name {
@@ -33,6 +35,7 @@ impl OutputFormat {
             "csv" => OutputFormat::Csv,
             "markdown" | "md" => OutputFormat::Markdown,
             "parquet" => OutputFormat::Parquet,
+            "html" => OutputFormat::Html,
             _ => return None,
         })
     }
@@ -45,6 +48,7 @@ impl OutputFormat {
             "md" | "markdown" => Some(OutputFormat::Markdown),
             "parquet" => Some(OutputFormat::Parquet),
             "txt" => Some(OutputFormat::Table),
+            "html" | "htm" => Some(OutputFormat::Html),
             _ => None,
         }
     }
@@ -56,6 +60,7 @@ impl OutputFormat {
             OutputFormat::Csv => "csv",
             OutputFormat::Markdown => "markdown",
             OutputFormat::Parquet => "parquet",
+            OutputFormat::Html => "html",
         }
     }
 

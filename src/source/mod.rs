@@ -60,6 +60,36 @@ pub trait Accumulator: Send + Sized {
     fn merge(&mut self, other: Self);
 }
 
+/// An analysis that may be switched off for a run.
+impl<A: Accumulator> Accumulator for Option<A> {
+    fn add(&mut self, signature_key: &[u8], row: &RowFacts) {
+        if let Some(a) = self {
+            a.add(signature_key, row);
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        match (self.as_mut(), other) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => *self = Some(b),
+            (_, None) => {}
+        }
+    }
+}
+
+/// Two analyses from one scan (the HTML report needs the ranking and the trend).
+impl<A: Accumulator, B: Accumulator> Accumulator for (A, B) {
+    fn add(&mut self, signature_key: &[u8], row: &RowFacts) {
+        self.0.add(signature_key, row);
+        self.1.add(signature_key, row);
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.0.merge(other.0);
+        self.1.merge(other.1);
+    }
+}
+
 /// Rows outside `[since, until)` are skipped (not rejected).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Window {

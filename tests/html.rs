@@ -1,0 +1,107 @@
+//! `rank --format html`: one self-contained page whose charts render in a real browser (headless
+//! Chromium) and in which no markup from a dump becomes markup.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::util::{vision_line, Dir};
+
+/// Reasons a hostile or careless producer could put in a dump.
+const HOSTILE: [&str; 4] = [
+    "<script>document.title='pwned'</script>",
+    "<img src=x onerror=\"document.title='pwned'\">",
+    "</title></svg><script>document.title='pwned'</script>",
+    "\"><svg onload=\"document.title='pwned'\">",
+];
+
+fn hostile_dump(dir: &Dir) {
+    let mut lines = Vec::new();
+    let reasons = ["timeout", "schema_invalid", "low_confidence", HOSTILE[0], HOSTILE[1], HOSTILE[2], HOSTILE[3]];
+    for (k, reason) in reasons.iter().enumerate() {
+        // Cause k has 30 - 4k failures spread over ten days.
+        for i in 0..(30 - 4 * k) {
+            let ts = format!("2026-10-{:02}T{:02}:00:00Z", 1 + i % 10, i % 24);
+            lines.push(vision_line(&format!("c{k}-{i}"), "inference", reason, "v1", &ts, 0));
+        }
+    }
+    dir.create("d.jsonl", lines.join("\n") + "\n");
+}
+
+#[test]
+fn html_report_is_self_contained_and_escapes_every_dump_string() {
+    let dir = Dir::new();
+    hostile_dump(&dir);
+    dir.command().args(["rank", "d.jsonl", "-o", "report.html"]).ok();
+    let html = dir.read("report.html");
+    let lower = html.to_lowercase();
+    assert!(!lower.contains("<script") && !lower.contains("<img") && !lower.contains("<svg onload"), "markup from the dump got through");
+    assert!(html.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"), "the reason is shown as text");
+    // With the dump's (escaped) text taken out, nothing in the page can fetch anything.
+    let mut markup = html.clone();
+    for reason in HOSTILE {
+        let escaped = reason.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;");
+        markup = markup.replace(&escaped, "");
+    }
+    for fetch in ["src=", "href=", "url(", "@import", "http:", "https:"] {
+        assert!(!markup.to_lowercase().contains(fetch), "the page must not fetch anything ({fetch})");
+    }
+    assert!(html.contains("Content-Security-Policy"));
+    assert_eq!(html.matches("<rect class=\"bar\"").count(), 7, "one bar per cause");
+    assert_eq!(html.matches("<polyline class=\"series\"").count(), 5, "trend lines for the top five");
+    assert_eq!(html.matches("<tr><td class=\"n\">").count(), 7, "one table row per cause");
+    // Same bytes on stdout with --format html, and for any thread count.
+    assert_eq!(dir.command().args(["rank", "d.jsonl", "--format", "html", "--threads", "1"]).ok(), html);
+}
+
+fn chromium() -> String {
+    std::env::var("DLQF_CHROMIUM").expect("DLQF_CHROMIUM is unset: run the tests through `make test`, which installs Chromium")
+}
+
+fn headless(dir: &Dir, args: &[&str], page: &Path) -> std::process::Output {
+    let out = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run", "--hide-scrollbars"])
+        .arg(format!("--user-data-dir={}", dir.join("chromium-profile").display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Pixels within a small distance of an RGB colour.
+fn count_color(png_path: &Path, rgb: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    buf[..info.buffer_size()]
+        .chunks(channels)
+        .filter(|p| p.len() >= 3 && (0..3).all(|i| p[i].abs_diff(rgb[i]) <= 4))
+        .count()
+}
+
+#[test]
+fn html_report_renders_its_charts_in_headless_chromium_and_runs_no_script_from_the_data() {
+    let dir = Dir::new();
+    hostile_dump(&dir);
+    dir.command().args(["rank", "d.jsonl", "-o", "report.html"]).ok();
+    let page = dir.join("report.html");
+
+    // The DOM after load: the title is ours (no script from the data ran), and no element the
+    // data described exists.
+    let dom = String::from_utf8(headless(&dir, &["--dump-dom"], &page).stdout).unwrap();
+    assert!(dom.contains("<title>DLQ failure report · vision</title>"), "title changed: a script ran?\n{dom}");
+    let lower = dom.to_lowercase();
+    assert!(!lower.contains("pwned</title>") && !lower.contains("<script") && !lower.contains("<img"), "{dom}");
+    assert!(dom.contains("<svg id=\"pareto\"") && dom.contains("<svg id=\"trend\""));
+
+    // The screenshot: the bars and the cumulative line are drawn in their colours.
+    let shot = dir.join("shot.png");
+    headless(&dir, &["--window-size=1100,1400", &format!("--screenshot={}", shot.display())], &page);
+    let bars = count_color(&shot, [0x2f, 0x6d, 0xb5]);
+    let line = count_color(&shot, [0xd9, 0x48, 0x0f]);
+    assert!(bars > 5_000, "Pareto bars rendered: {bars} pixels");
+    assert!(line > 300, "cumulative line rendered: {line} pixels");
+}
