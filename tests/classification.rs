@@ -40,6 +40,12 @@ fn rank_by_category_uses_the_seed_rules_or_a_files_overrides() {
     let table = dir.command().args(["rank", "v.jsonl", "--classification", "classes.toml"]).ok();
     assert!(table.contains("CATEGORY") && table.contains("dependency"), "{table}");
 
+    let trend = dir.command().args(["trend", "v.jsonl", "--by", "category", "--classification", "classes.toml", "--format", "json"]).json();
+    let totals: Vec<(String, u64)> = trend["series"].as_array().unwrap().iter().map(|s| (s["signature"]["category"].as_str().unwrap().to_string(), s["total"].as_u64().unwrap())).collect();
+    assert_eq!(totals, categories(&overridden), "trend by category has rank's totals, in rank's order");
+    let top = dir.command().args(["trend", "v.jsonl", "--by", "category", "--top", "1", "--format", "json"]).json();
+    assert_eq!(top["series"][0]["total"], 5, "--top keeps the largest merged category (5 unknown), not a cut before merging");
+
     dir.create("bad.toml", "[fatal]\nretry = false\n");
     let run = dir.command().args(["rank", "v.jsonl", "--classification", "bad.toml"]).expect_code(2);
     assert!(run.stderr.contains("bad.toml") && run.stderr.contains("unknown category `fatal`"), "{}", run.stderr);

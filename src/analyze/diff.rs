@@ -34,6 +34,9 @@ pub struct Change {
     pub share_new: f64,
     pub rank_old: u64,
     pub rank_new: u64,
+    /// NEW's category for the signature.
+    #[serde(default)]
+    pub category: String,
 }
 
 /// Checks that a parsed report is a ranking this version understands.
@@ -74,6 +77,7 @@ pub fn diff(old: &RankReport, new: &RankReport) -> Result<DiffReport> {
                 share_new: bucket.share,
                 rank_old: before.rank,
                 rank_new: bucket.rank,
+                category: bucket.category.clone(),
             }),
         }
     }

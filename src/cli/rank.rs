@@ -48,7 +48,7 @@ pub struct Args {
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum GroupBy {
+pub enum GroupBy {
     Signature,
     Category,
 }

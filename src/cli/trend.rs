@@ -43,6 +43,10 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_WINDOW, value_name = "N")]
     window: usize,
 
+    /// Group by the full signature, or by error category alone.
+    #[arg(long, value_enum, default_value = "signature")]
+    by: super::rank::GroupBy,
+
     /// Show only the N largest causes.
     #[arg(long, value_name = "N")]
     top: Option<usize>,
@@ -64,9 +68,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
         signature_fields: loaded.profile.signature_names(),
         every,
         window: args.window,
-        top: args.top,
+        // By category, the causes are merged first and the largest categories kept after.
+        top: if args.by == super::rank::GroupBy::Category { None } else { args.top },
     };
-    let trend = trend::build(loaded.acc, &loaded.layout, &options);
+    let mut trend = trend::build(loaded.acc, &loaded.layout, &options);
+    if args.by == super::rank::GroupBy::Category {
+        trend = trend::by_category(trend);
+        if let Some(n) = args.top {
+            trend.series.truncate(n);
+        }
+    }
     let bytes = match format {
         OutputFormat::Table => report::table::trend(&trend),
         OutputFormat::Json => report::json::render(&trend)?,

@@ -34,14 +34,18 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
 pub fn trend(report: &TrendReport) -> Vec<u8> {
     let mut header = vec!["rank".to_string(), "total".into(), "status".into()];
     header.extend(report.signature_fields.iter().cloned());
-    header.push("category".into());
+    if super::shows_category(&report.signature_fields) {
+        header.push("category".into());
+    }
     header.extend(report.periods.iter().cloned());
     let mut out = String::new();
     push_row(&mut out, header.iter().map(|h| text_cell(h)));
     for (i, s) in report.series.iter().enumerate() {
         let mut row = vec![(i + 1).to_string(), s.total.to_string(), s.status.name().to_string()];
         row.extend(s.signature.values().map(text_cell));
-        row.push(text_cell(&s.category));
+        if super::shows_category(&report.signature_fields) {
+            row.push(text_cell(&s.category));
+        }
         row.extend(s.counts.iter().map(u64::to_string));
         push_row(&mut out, row.into_iter());
     }

@@ -49,7 +49,9 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
     }
     let mut header = vec!["rank".to_string(), "total".into(), format!("last {}", report.window), "status".into(), "trend".into()];
     header.extend(report.signature_fields.iter().map(|f| escape(f)));
-    header.push("category".into());
+    if super::shows_category(&report.signature_fields) {
+        header.push("category".into());
+    }
     table_head(&mut out, &header, 3);
     for (i, s) in report.series.iter().enumerate() {
         let recent: u64 = s.counts[s.counts.len().saturating_sub(report.window)..].iter().sum();
@@ -59,7 +61,9 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
         };
         let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), status, format!("`{}`", trend::sparkline(&s.counts, 48))];
         row.extend(s.signature.values().map(escape));
-        row.push(escape(&s.category));
+        if super::shows_category(&report.signature_fields) {
+            row.push(escape(&s.category));
+        }
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out.into_bytes()

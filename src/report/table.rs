@@ -130,7 +130,9 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
     let recent = format!("last_{}", report.window);
     let mut headers = vec!["rank".to_string(), "total".into(), recent, "status".into(), "trend".into()];
     headers.extend(report.signature_fields.iter().cloned());
-    headers.push("category".into());
+    if super::shows_category(&report.signature_fields) {
+        headers.push("category".into());
+    }
     let rows: Vec<Vec<String>> = report
         .series
         .iter()
@@ -139,7 +141,9 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
             let recent: u64 = s.counts[s.counts.len().saturating_sub(report.window)..].iter().sum();
             let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), s.status.name().into(), trend::sparkline(&s.counts, SPARK_WIDTH)];
             row.extend(s.signature.values().map(str::to_string));
-            row.push(s.category.clone());
+            if super::shows_category(&report.signature_fields) {
+                row.push(s.category.clone());
+            }
             row
         })
         .collect();
