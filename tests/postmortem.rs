@@ -170,8 +170,8 @@ fn diff_lists_new_gone_and_moved_causes_from_two_rankings() {
     assert_eq!(
         report["changed"],
         json!([
-            {"signature": sig("b"), "count_old": 2, "count_new": 4, "share_old": 0.3333, "share_new": 0.5714, "rank_old": 2, "rank_new": 1},
-            {"signature": sig("a"), "count_old": 3, "count_new": 1, "share_old": 0.5, "share_new": 0.1429, "rank_old": 1, "rank_new": 3},
+            {"signature": sig("b"), "count_old": 2, "count_new": 4, "share_old": 0.3333, "share_new": 0.5714, "rank_old": 2, "rank_new": 1, "category": "unknown"},
+            {"signature": sig("a"), "count_old": 3, "count_new": 1, "share_old": 0.5, "share_new": 0.1429, "rank_old": 1, "rank_new": 3, "category": "unknown"},
         ])
     );
     let keys: Vec<usize> = ["\"report\"", "\"new\"", "\"gone\"", "\"changed\""].iter().map(|k| text.find(k).unwrap()).collect();

@@ -73,16 +73,7 @@ pub fn diff(report: &DiffReport, old_name: &str, new_name: &str) -> Vec<u8> {
     use super::table::{points, signed};
     let mut out = String::new();
     let _ = writeln!(out, "## DLQ causes: {} → {}\n", escape(old_name), escape(new_name));
-    let _ = writeln!(
-        out,
-        "{} failures → {} ({}); {} new causes, {} gone, {} in both.\n",
-        report.total_old,
-        report.total_new,
-        signed(report.total_new as i64 - report.total_old as i64),
-        report.new.len(),
-        report.gone.len(),
-        report.changed.len()
-    );
+    let _ = writeln!(out, "{}.\n", super::diff_counts(report));
     for (title, buckets) in [("New causes", &report.new), ("Gone", &report.gone)] {
         if buckets.is_empty() {
             continue;

@@ -93,6 +93,19 @@ pub fn shows_category(signature_fields: &[String]) -> bool {
     !signature_fields.iter().any(|f| f == "category")
 }
 
+/// The one-line summary of a diff: totals and how many causes are new, gone or in both.
+pub fn diff_counts(report: &crate::analyze::diff::DiffReport) -> String {
+    format!(
+        "failures {} → {} ({}); {} new, {} gone, {} in both",
+        report.total_old,
+        report.total_new,
+        table::signed(report.total_new as i64 - report.total_old as i64),
+        report.new.len(),
+        report.gone.len(),
+        report.changed.len()
+    )
+}
+
 /// Shares as percentages with two decimals, for people.
 pub fn percent(share: f64) -> String {
     format!("{:.2}%", share * 100.0)

@@ -50,18 +50,7 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
 
 pub fn diff(report: &DiffReport, old_name: &str, new_name: &str) -> Vec<u8> {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} → {} · failures {} → {} ({}) · {} new, {} gone, {} in both",
-        clean(old_name),
-        clean(new_name),
-        report.total_old,
-        report.total_new,
-        signed(report.total_new as i64 - report.total_old as i64),
-        report.new.len(),
-        report.gone.len(),
-        report.changed.len()
-    );
+    let _ = writeln!(out, "{} → {} · {}", clean(old_name), clean(new_name), super::diff_counts(report));
     for (title, buckets) in [("new causes", &report.new), ("gone", &report.gone)] {
         if buckets.is_empty() {
             continue;
