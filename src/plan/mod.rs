@@ -78,7 +78,7 @@ impl Planner<'_> {
             return None;
         }
         let reason = self.profile.reason_field.as_deref().and_then(|f| signature.get(f));
-        let route = self.layout.classifier().routing(&self.layout.category_of(&values));
+        let route = self.policy.routing.then(|| self.layout.classifier().routing(&self.layout.category_of(&values)));
         let decision = self.policy.decide(row.facts.attempts, reason, &signature, route);
         let key = self.key(&row.facts.id, &signature, &row.record);
         let record = if self.fixes.applies_to(&signature) {

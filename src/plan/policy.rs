@@ -82,14 +82,16 @@ impl Policy {
 
     /// The gate, in order: attempts (the category's `max_retries` under routing, else
     /// `max_attempts`), then the allow-lists, then (under routing) the category's `retry`.
-    pub fn decide(&self, attempts: i64, reason: Option<&str>, signature: &Signature, route: &CategoryRule) -> Decision {
-        let cap = if self.routing { route.max_retries.unwrap_or(self.max_attempts) } else { self.max_attempts };
+    /// `route` is the message's category routing, needed only when `self.routing`.
+    pub fn decide(&self, attempts: i64, reason: Option<&str>, signature: &Signature, route: Option<&CategoryRule>) -> Decision {
+        let route = route.filter(|_| self.routing);
+        let cap = route.and_then(|r| r.max_retries).unwrap_or(self.max_attempts);
         if attempts >= cap {
             return Decision::PoisonAttempts;
         }
         let reason_cleared = reason.is_some_and(|r| self.cleared_reasons.iter().any(|c| *c == r.trim().to_lowercase()));
         let signature_cleared = self.cleared_signatures.iter().any(|t| matches(t, signature));
-        if self.clear_all || reason_cleared || signature_cleared || (self.routing && route.retry) {
+        if self.clear_all || reason_cleared || signature_cleared || route.is_some_and(|r| r.retry) {
             Decision::Replay
         } else {
             Decision::PoisonUncleared
@@ -135,10 +137,10 @@ mod tests {
     fn an_empty_allow_list_clears_nothing() {
         let p = Policy::parse("").unwrap();
         assert_eq!(p.max_attempts, 3);
-        assert_eq!(p.decide(0, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::PoisonUncleared);
+        assert_eq!(p.decide(0, Some("timeout"), &sig("inference", "timeout"), Some(&held())), Decision::PoisonUncleared);
         let all = Policy::parse("clear_all = true").unwrap();
-        assert_eq!(all.decide(0, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::Replay);
-        assert_eq!(all.decide(3, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::PoisonAttempts);
+        assert_eq!(all.decide(0, Some("timeout"), &sig("inference", "timeout"), Some(&held())), Decision::Replay);
+        assert_eq!(all.decide(3, Some("timeout"), &sig("inference", "timeout"), Some(&held())), Decision::PoisonAttempts);
     }
 
     #[test]
@@ -147,10 +149,10 @@ mod tests {
             "max_attempts = 2\ncleared_reasons = [' Timeout ']\ncleared_signatures = [{stage = 'ingestion', reject_reason = 'schema_invalid'}]",
         )
         .unwrap();
-        assert_eq!(p.decide(2, Some("timeout"), &sig("inference", "timeout"), &held()), Decision::PoisonAttempts);
-        assert_eq!(p.decide(1, Some("Timeout"), &sig("inference", "timeout"), &held()), Decision::Replay);
-        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("ingestion", "schema_invalid"), &held()), Decision::Replay);
-        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("inference", "schema_invalid"), &held()), Decision::PoisonUncleared);
+        assert_eq!(p.decide(2, Some("timeout"), &sig("inference", "timeout"), Some(&held())), Decision::PoisonAttempts);
+        assert_eq!(p.decide(1, Some("Timeout"), &sig("inference", "timeout"), Some(&held())), Decision::Replay);
+        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("ingestion", "schema_invalid"), Some(&held())), Decision::Replay);
+        assert_eq!(p.decide(0, Some("schema_invalid"), &sig("inference", "schema_invalid"), Some(&held())), Decision::PoisonUncleared);
     }
 
     #[test]
@@ -158,16 +160,16 @@ mod tests {
         let c = Classifier::default();
         let p = Policy::routing_default();
         let s = sig("inference", "timeout");
-        assert_eq!(p.decide(4, None, &s, c.routing("transient")), Decision::Replay);
-        assert_eq!(p.decide(5, None, &s, c.routing("transient")), Decision::PoisonAttempts);
-        assert_eq!(p.decide(9, None, &s, c.routing("dependency")), Decision::Replay);
-        assert_eq!(p.decide(0, None, &s, c.routing("validation")), Decision::PoisonUncleared);
-        assert_eq!(p.decide(0, None, &s, c.routing("poison")), Decision::PoisonUncleared);
-        assert_eq!(p.decide(3, None, &s, c.routing("poison")), Decision::PoisonAttempts);
+        assert_eq!(p.decide(4, None, &s, Some(c.routing("transient"))), Decision::Replay);
+        assert_eq!(p.decide(5, None, &s, Some(c.routing("transient"))), Decision::PoisonAttempts);
+        assert_eq!(p.decide(9, None, &s, Some(c.routing("dependency"))), Decision::Replay);
+        assert_eq!(p.decide(0, None, &s, Some(c.routing("validation"))), Decision::PoisonUncleared);
+        assert_eq!(p.decide(0, None, &s, Some(c.routing("poison"))), Decision::PoisonUncleared);
+        assert_eq!(p.decide(3, None, &s, Some(c.routing("poison"))), Decision::PoisonAttempts);
         let cleared = Policy::parse("routing = true\ncleared_reasons = ['timeout']").unwrap();
-        assert_eq!(cleared.decide(0, Some("timeout"), &s, c.routing("validation")), Decision::Replay);
+        assert_eq!(cleared.decide(0, Some("timeout"), &s, Some(c.routing("validation"))), Decision::Replay);
         // Without routing a file's empty allow-list still clears nothing.
-        assert_eq!(Policy::parse("").unwrap().decide(0, None, &s, c.routing("transient")), Decision::PoisonUncleared);
+        assert_eq!(Policy::parse("").unwrap().decide(0, None, &s, Some(c.routing("transient"))), Decision::PoisonUncleared);
     }
 
     #[test]
