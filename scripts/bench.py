@@ -181,6 +181,18 @@ def main():
         d, k = med["dlqf"], med["duckdb"]
         wc = f"{med['wc -l'][0]:.2f} s" if "wc -l" in med else ""
         print(f"| {label} | {size:,.0f} MiB | {d[0]:.2f} s | {d[1]:.0f} MiB | {k[0]:.2f} s | {k[1]:.0f} MiB | {d[0] / k[0]:.2f}x | {wc} |")
+    if not args.skip_rank:
+        # The other analyses over the same Parquet: one scan each, like rank.
+        print("\n| analysis (Parquet) | wall | peak RSS |")
+        print("|---|---:|---:|")
+        base = [args.dlqf, "--threads", str(args.threads)]
+        for label, cmd in [
+            ("trend --every day", ["trend", parquet, "--format", "json", "--no-progress"]),
+            ("health", ["health", parquet, "--format", "json", "--no-progress"]),
+            ("rank --format html (rank + trend in one scan)", ["rank", parquet, "--format", "html", "--no-progress"]),
+        ]:
+            runs = [measure(base + cmd) for _ in range(args.runs)]
+            print(f"| {label} | {statistics.median(w for w, _, _ in runs):.2f} s | {max(m for _, m, _ in runs):.0f} MiB |")
     if not args.skip_replay:
         import tempfile
         with tempfile.TemporaryDirectory(dir=args.data) as work:

@@ -49,7 +49,7 @@ pub struct InputArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct OutputArgs {
-    /// Report format (default: from the -o file name, else table).
+    /// Report format (default: from the -o file name, else table). parquet and html: rank only.
     #[arg(long, value_parser = format_parser())]
     pub format: Option<OutputFormat>,
 
