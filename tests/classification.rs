@@ -77,14 +77,14 @@ fn decisions(dir: &Dir, args: &[&str]) -> Vec<(String, String)> {
 }
 
 #[test]
-fn plan_without_a_policy_replays_by_routing_and_holds_validation_and_poison() {
+fn plan_without_a_policy_replays_by_routing_and_holds_validation_poison_and_unknown() {
     let dir = Dir::new();
     let rows = [
         ("validation", envelope_line("validation", "ValueError", "bad quantity 7", 0)),
         ("poison", envelope_line("poison", "MemoryError", "out of memory", 0)),
         ("transient-4", envelope_line("transient-4", "TimeoutError", "timed out", 4)), // cap 5
         ("transient-5", envelope_line("transient-5", "TimeoutError", "timed out", 5)),
-        ("unknown-2", envelope_line("unknown-2", "RuntimeError", "boom", 2)), // cap 3
+        ("unknown-2", envelope_line("unknown-2", "RuntimeError", "boom", 2)), // held, cap 3
         ("unknown-3", envelope_line("unknown-3", "RuntimeError", "boom", 3)),
     ];
     dir.create("e.jsonl", rows.iter().map(|(_, l)| l.clone()).collect::<Vec<_>>().join("\n") + "\n");
@@ -96,7 +96,7 @@ fn plan_without_a_policy_replays_by_routing_and_holds_validation_and_poison() {
             ("poison", "poison_uncleared"),
             ("transient-4", "replay"),
             ("transient-5", "poison_attempts"),
-            ("unknown-2", "replay"),
+            ("unknown-2", "poison_uncleared"),
             ("unknown-3", "poison_attempts"),
         ])
     );
@@ -104,8 +104,8 @@ fn plan_without_a_policy_replays_by_routing_and_holds_validation_and_poison() {
     assert_eq!(header["policy"]["routing"], true);
     assert_eq!(header["classification"]["transient"]["max_retries"], 5);
 
-    // Routing from a file: transient no longer retries; unknown may retry 6 times.
-    dir.create("classes.toml", "[transient]\nretry = false\n[unknown]\nmax_retries = 6\n");
+    // Routing from a file: transient no longer retries; unknown retries up to 6 attempts.
+    dir.create("classes.toml", "[transient]\nretry = false\n[unknown]\nretry = true\nmax_retries = 6\n");
     let decided = decisions(&dir, &["--classification", "classes.toml"]);
     assert_eq!(decided[2], ("transient-4".into(), "poison_uncleared".into()));
     assert_eq!(decided[5], ("unknown-3".into(), "replay".into()));

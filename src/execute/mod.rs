@@ -212,7 +212,7 @@ impl Shared<'_> {
     async fn handle(&self, entry: &Entry) -> Result<Outcome> {
         match entry.decision {
             Decision::PoisonAttempts => {
-                self.quarantine(entry, Outcome::PoisonAttempts, format!("attempts {} >= max {}", entry.attempts, self.max_attempts)).await
+                self.quarantine(entry, Outcome::PoisonAttempts, format!("attempts {}: at or over the plan's cap (see the manifest's policy and classification)", entry.attempts)).await
             }
             Decision::PoisonUncleared => {
                 self.quarantine(entry, Outcome::PoisonUncleared, "signature not cleared for replay".into()).await

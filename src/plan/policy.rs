@@ -13,8 +13,10 @@ use crate::signature::Signature;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
-    #[serde(default = "default_max_attempts")]
-    pub max_attempts: i64,
+    /// Attempts that make a message poison (default 3). Under routing a category's
+    /// `max_retries` applies instead, but never above a `max_attempts` the file sets.
+    #[serde(default)]
+    pub max_attempts: Option<i64>,
     /// Reasons (the profile's reason field, compared trimmed and lowercased) whose root cause
     /// is fixed.
     #[serde(default)]
@@ -49,14 +51,10 @@ pub struct Filter {
     pub signature: Option<toml::Table>,
 }
 
-fn default_max_attempts() -> i64 {
-    DEFAULT_MAX_ATTEMPTS
-}
-
 impl Policy {
     /// The default policy: the classification's routing, nothing cleared explicitly.
     pub fn routing_default() -> Policy {
-        Policy { routing: true, max_attempts: DEFAULT_MAX_ATTEMPTS, ..Policy::default() }
+        Policy { routing: true, ..Policy::default() }
     }
 
     pub fn load(path: &Path) -> Result<Policy> {
@@ -66,7 +64,7 @@ impl Policy {
 
     pub fn parse(text: &str) -> Result<Policy> {
         let mut policy: Policy = toml::from_str(text)?;
-        if policy.max_attempts < 1 {
+        if policy.max_attempts.is_some_and(|m| m < 1) {
             bail!("max_attempts must be at least 1");
         }
         policy.cleared_reasons = policy.cleared_reasons.iter().map(|r| r.trim().to_lowercase()).collect();
@@ -85,7 +83,10 @@ impl Policy {
     /// `route` is the message's category routing, needed only when `self.routing`.
     pub fn decide(&self, attempts: i64, reason: Option<&str>, signature: &Signature, route: Option<&CategoryRule>) -> Decision {
         let route = route.filter(|_| self.routing);
-        let cap = route.and_then(|r| r.max_retries).unwrap_or(self.max_attempts);
+        let cap = match (self.max_attempts, route.and_then(|r| r.max_retries)) {
+            (Some(set), Some(category)) => set.min(category),
+            (set, category) => set.or(category).unwrap_or(DEFAULT_MAX_ATTEMPTS),
+        };
         if attempts >= cap {
             return Decision::PoisonAttempts;
         }
@@ -136,7 +137,8 @@ mod tests {
     #[test]
     fn an_empty_allow_list_clears_nothing() {
         let p = Policy::parse("").unwrap();
-        assert_eq!(p.max_attempts, 3);
+        assert_eq!(p.max_attempts, None);
+        assert_eq!(p.decide(3, Some("timeout"), &sig("inference", "timeout"), None), Decision::PoisonAttempts);
         assert_eq!(p.decide(0, Some("timeout"), &sig("inference", "timeout"), Some(&held())), Decision::PoisonUncleared);
         let all = Policy::parse("clear_all = true").unwrap();
         assert_eq!(all.decide(0, Some("timeout"), &sig("inference", "timeout"), Some(&held())), Decision::Replay);
@@ -168,6 +170,10 @@ mod tests {
         assert_eq!(p.decide(3, None, &s, Some(c.routing("poison"))), Decision::PoisonAttempts);
         let cleared = Policy::parse("routing = true\ncleared_reasons = ['timeout']").unwrap();
         assert_eq!(cleared.decide(0, Some("timeout"), &s, Some(c.routing("validation"))), Decision::Replay);
+        // A cap the operator sets is never raised by a category's.
+        let strict = Policy::parse("routing = true\nmax_attempts = 1").unwrap();
+        assert_eq!(strict.decide(1, None, &s, Some(c.routing("transient"))), Decision::PoisonAttempts);
+        assert_eq!(Policy::parse("routing = true\nmax_attempts = 9").unwrap().decide(5, None, &s, Some(c.routing("transient"))), Decision::PoisonAttempts);
         // Without routing a file's empty allow-list still clears nothing.
         assert_eq!(Policy::parse("").unwrap().decide(0, None, &s, Some(c.routing("transient"))), Decision::PoisonUncleared);
     }

@@ -54,7 +54,9 @@ fn rule(types: &[&str], patterns: &[&str], retry: bool, max_retries: Option<i64>
 impl Default for Classifier {
     /// The seed's rules: poison (types and patterns), validation (types), transient (types and
     /// patterns, which in the seed's production classifier include 503 and rate limits); no
-    /// default rule yields dependency, whose routing applies once a file gives it rules.
+    /// default rule yields dependency, whose routing applies once a file gives it rules. One
+    /// deliberate change to the seed's routing: `unknown` is held (the seed retries it 3 times),
+    /// because replaying what nobody has classified is the blind re-submission dlqf prevents.
     fn default() -> Classifier {
         let rules = vec![
             rule(&["MemoryError", "RecursionError", "PoisonPillError"], &["out of memory", "recursion", "stack overflow", "segmentation fault"], false, None, true, true),
@@ -68,7 +70,7 @@ impl Default for Classifier {
                 false,
             ),
             rule(&[], &[], true, Some(10), true, false),
-            rule(&[], &[], true, Some(3), true, false),
+            rule(&[], &[], false, Some(3), true, false),
         ];
         Classifier { rules: CATEGORIES.iter().map(|c| c.to_string()).zip(rules).collect() }
     }
@@ -105,7 +107,11 @@ impl Classifier {
             if name == "unknown" && (o.types.is_some() || o.patterns.is_some()) {
                 bail!("[unknown] takes routing only: it is what no rule matches");
             }
-            rule.types = o.types.unwrap_or(std::mem::take(&mut rule.types));
+            if o.types.iter().chain(o.patterns.iter()).flatten().any(|t| t.trim().is_empty()) {
+                bail!("[{name}] an empty type or pattern would match every message");
+            }
+            // Types match by their last path segment, as the message's type does.
+            rule.types = o.types.map_or(std::mem::take(&mut rule.types), |t| t.iter().map(|t| short_type(t).to_string()).collect());
             rule.patterns = o.patterns.unwrap_or(std::mem::take(&mut rule.patterns)).iter().map(|p| p.to_lowercase()).collect();
             rule.retry = o.retry.unwrap_or(rule.retry);
             rule.max_retries = o.max_retries.or(rule.max_retries);
@@ -120,7 +126,7 @@ impl Classifier {
 
     /// The first category (in `CATEGORIES` order) whose type names or message patterns match.
     pub fn classify(&self, error_type: &str, message: &str) -> &str {
-        let short = error_type.trim().rsplit('.').next().unwrap_or("");
+        let short = short_type(error_type);
         let message = message.to_lowercase();
         for (name, rule) in &self.rules {
             if rule.types.iter().any(|t| t == short) || rule.patterns.iter().any(|p| message.contains(p.as_str())) {
@@ -135,6 +141,11 @@ impl Classifier {
         let unknown = &self.rules.last().expect("five categories").1;
         self.rules.iter().find(|(n, _)| n == category).map_or(unknown, |(_, r)| r)
     }
+}
+
+/// A type name without its module path: `json.decoder.JSONDecodeError` → `JSONDecodeError`.
+fn short_type(name: &str) -> &str {
+    name.trim().rsplit('.').next().unwrap_or("")
 }
 
 #[cfg(test)]
@@ -155,6 +166,7 @@ mod tests {
         assert!(!c.routing("validation").retry && !c.routing("poison").retry && c.routing("poison").page);
         assert_eq!(c.routing("transient").max_retries, Some(5));
         assert_eq!(c.routing("no-such").max_retries, Some(3));
+        assert!(!c.routing("unknown").retry, "what nobody classified is held");
     }
 
     #[test]
@@ -167,5 +179,8 @@ mod tests {
         assert!(Classifier::parse("[fatal]\nretry = false").unwrap_err().to_string().contains("unknown category `fatal`"));
         assert!(Classifier::parse("[poison]\nretyr = false").is_err());
         assert!(Classifier::parse("[unknown]\npatterns = ['x']").is_err());
+        assert!(Classifier::parse("[poison]\npatterns = ['']").is_err());
+        let typed = Classifier::parse("[validation]\ntypes = ['json.JSONDecodeError']").unwrap();
+        assert_eq!(typed.classify("simplejson.errors.JSONDecodeError", "x"), "validation");
     }
 }
