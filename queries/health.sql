@@ -12,9 +12,22 @@ shifted AS (
   SELECT
     CAST(substr(ts, 1, 10) AS DATE) AS local_day,
     CAST(substr(ts, 12, 2) AS INTEGER) * 60 + CAST(substr(ts, 15, 2) AS INTEGER) AS local_minute,
-    CASE substr(ts, length(ts) - 5, 1) WHEN '+' THEN 1 WHEN '-' THEN -1 ELSE 0 END AS offset_sign,
-    CAST(CASE WHEN substr(ts, length(ts) - 5, 1) IN ('+', '-') THEN substr(ts, length(ts) - 4, 2) ELSE '0' END AS INTEGER) * 60
-      + CAST(CASE WHEN substr(ts, length(ts) - 5, 1) IN ('+', '-') THEN substr(ts, length(ts) - 1, 2) ELSE '0' END AS INTEGER)
+    -- The offset's sign stands 6th from the end in ±HH:MM, 5th in ±HHMM, 3rd in ±HH.
+    CASE
+      WHEN substr(ts, length(ts) - 5, 1) = '+' OR substr(ts, length(ts) - 4, 1) = '+' OR substr(ts, length(ts) - 2, 1) = '+' THEN 1
+      WHEN substr(ts, length(ts) - 5, 1) = '-' OR substr(ts, length(ts) - 4, 1) = '-' OR substr(ts, length(ts) - 2, 1) = '-' THEN -1
+      ELSE 0
+    END AS offset_sign,
+    CAST(CASE
+      WHEN substr(ts, length(ts) - 5, 1) IN ('+', '-') THEN substr(ts, length(ts) - 4, 2)
+      WHEN substr(ts, length(ts) - 4, 1) IN ('+', '-') THEN substr(ts, length(ts) - 3, 2)
+      WHEN substr(ts, length(ts) - 2, 1) IN ('+', '-') THEN substr(ts, length(ts) - 1, 2)
+      ELSE '0'
+    END AS INTEGER) * 60
+      + CAST(CASE
+          WHEN substr(ts, length(ts) - 5, 1) IN ('+', '-') OR substr(ts, length(ts) - 4, 1) IN ('+', '-') THEN substr(ts, length(ts) - 1, 2)
+          ELSE '0'
+        END AS INTEGER)
       AS offset_minutes
   FROM parsed
 ),

@@ -101,3 +101,38 @@ fn query_reads_mixed_inputs_and_names_lines_that_are_not_json_objects() {
     let run = dir.command().args(["query", "b.jsonl", "-e", "SELEC nothing"]).expect_code(1);
     assert!(run.stderr.contains("SQL"), "{}", run.stderr);
 }
+
+#[test]
+fn the_sql_reads_every_offset_form_the_commands_accept() {
+    let dir = Dir::new();
+    // UTC days worked out by hand: 01:00+05:30, +0530, +05 → the 1st; 22:00-03:00, -0300, -03 →
+    // the 2nd; no offset and Z stay on their date.
+    let stamps = [
+        "2026-10-02T01:00:00+05:30", "2026-10-02T01:00:00+0530", "2026-10-02T01:00:00+05",
+        "2026-10-01T22:00:00.123-03:00", "2026-10-01T22:00:00-0300", "2026-10-01T22:00:00-03",
+        "2026-10-01T22:00:00", "2026-10-01T23:59:59.5Z",
+    ];
+    let lines: Vec<String> = stamps.iter().enumerate().map(|(i, ts)| vision_line(&i.to_string(), "s", "r", "v", ts, 0)).collect();
+    dir.create("off.jsonl", lines.join("\n") + "\n");
+    let expected = json!([{"day": "2026-10-01", "count": 5, "depth": 8}, {"day": "2026-10-02", "count": 3, "depth": 8}]);
+    let health: Value = serde_json::from_str(&dir.command().args(["query", "off.jsonl", "--file", &query_file("health.sql"), "--format", "json"]).ok()).unwrap();
+    assert_eq!(health, expected);
+    let command = dir.command().args(["health", "off.jsonl", "--format", "json"]).json();
+    assert_eq!(command["per_day"], json!([{"day": "2026-10-01", "count": 5}, {"day": "2026-10-02", "count": 3}]));
+    let trend: Value = serde_json::from_str(&dir.command().args(["query", "off.jsonl", "--file", &query_file("trend.sql"), "--format", "json"]).ok()).unwrap();
+    assert_eq!(trend.as_array().unwrap().iter().map(|r| r["count"].as_u64().unwrap()).collect::<Vec<_>>(), [5, 3]);
+
+    // DuckDB runs the same files over the same records as Parquet (every column text).
+    let convert = format!(
+        "import duckdb; duckdb.sql(\"COPY (SELECT * FROM read_json('{}', columns={{capture_id: 'VARCHAR', store_id: 'VARCHAR', fixture_id: 'VARCHAR', planogram_id: 'VARCHAR', image_uri: 'VARCHAR', stage: 'VARCHAR', reject_reason: 'VARCHAR', registry_revision: 'VARCHAR', capture_timestamp: 'VARCHAR', attempts: 'BIGINT', trace_id: 'VARCHAR'}})) TO '{}' (FORMAT parquet)\")",
+        dir.join("off.jsonl").display(),
+        dir.join("off.parquet").display()
+    );
+    let out = Command::new(python()).args(["-c", &convert]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(python()).arg(support("duckdb_query.py")).arg(dir.join("off.parquet")).arg(query_file("health.sql")).arg(query_file("trend.sql")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let duck: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(duck[0], expected);
+    assert_eq!(duck[1], trend);
+}

@@ -145,19 +145,22 @@ impl Status {
 
     /// Compares the last `window` periods with the `window` before them: `resolved` when the
     /// recent window is empty, `new` when nothing came before it, `rising`/`falling` at a
-    /// factor of at least 1.5 either way, else `steady`.
+    /// factor of at least 1.5 either way, else `steady`. When fewer than `window` periods come
+    /// before, the rates per period are compared, so a flat series is steady.
     pub fn of(counts: &[u64], window: usize) -> Status {
         let split = counts.len().saturating_sub(window);
-        let recent: u64 = counts[split..].iter().sum();
-        let earlier = &counts[..split];
-        let previous: u64 = earlier[earlier.len().saturating_sub(window)..].iter().sum();
-        if recent == 0 {
+        let (earlier, recent) = counts.split_at(split);
+        let before = &earlier[earlier.len().saturating_sub(window)..];
+        // recent/len(recent) against before/len(before), cross-multiplied to stay in integers.
+        let recent_scaled = u128::from(recent.iter().sum::<u64>()) * before.len() as u128;
+        let before_scaled = u128::from(before.iter().sum::<u64>()) * recent.len() as u128;
+        if recent.iter().all(|&n| n == 0) {
             Status::Resolved
         } else if earlier.iter().all(|&n| n == 0) {
             Status::New
-        } else if 2 * recent >= 3 * previous {
+        } else if 2 * recent_scaled >= 3 * before_scaled {
             Status::Rising
-        } else if 2 * previous >= 3 * recent {
+        } else if 2 * before_scaled >= 3 * recent_scaled {
             Status::Falling
         } else {
             Status::Steady
@@ -312,6 +315,9 @@ mod tests {
         assert_eq!(Status::of(&[0, 3, 3, 3, 2], 2), Status::Steady); // 5 vs 6
         assert_eq!(Status::of(&[5, 0, 0, 0, 1], 2), Status::Rising); // seen before, not just before
         assert_eq!(Status::of(&[4, 4], 7), Status::New); // fewer periods than the window
+        assert_eq!(Status::of(&[1; 10], 7), Status::Steady); // 7 in 7 periods vs 3 in 3
+        assert_eq!(Status::of(&[1, 1, 1, 2, 2, 2, 1, 2, 2, 1], 7), Status::Rising); // 12/7 vs 3/3: 1.71×
+        assert_eq!(Status::of(&[3, 3, 3, 2, 2, 2, 2, 2, 2, 2], 7), Status::Falling); // 14/7 vs 9/3
     }
 
     #[test]
