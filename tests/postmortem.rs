@@ -143,6 +143,9 @@ fn health_reports_depth_days_growth_and_fails_on_critical_only_when_asked() {
     let run = dir.command().args(["health", "d.jsonl", "--warn", "1", "--critical", "6", "--fail-on-critical"]).expect_code(3);
     assert!(run.stdout.contains("CRITICAL"), "{}", run.stdout);
     dir.command().args(["health", "d.jsonl", "--warn", "7", "--critical", "6"]).expect_code(2);
+    // Only --critical, below the default warning level: warning follows it down.
+    let low = dir.command().args(["health", "d.jsonl", "--critical", "5", "--format", "json"]).json();
+    assert_eq!((low["status"].as_str(), low["warn"].as_u64()), (Some("critical"), Some(5)));
     let md = dir.command().args(["health", "d.jsonl", "--format", "markdown"]).ok();
     assert!(md.contains("| 2026-10-02 | 0 |"), "{md}");
 }
@@ -198,4 +201,32 @@ fn diff_lists_new_gone_and_moved_causes_from_two_rankings() {
     assert!(run.stderr.contains("different fields"), "{}", run.stderr);
     let run = dir.command().args(["diff", "old.json", "missing.json"]).expect_code(1);
     assert!(run.stderr.contains("missing.json"), "{}", run.stderr);
+}
+
+#[test]
+fn one_timestamp_centuries_away_is_a_clear_error_not_a_huge_report() {
+    let dir = Dir::new();
+    dump(&dir, "d.jsonl", &[("1", "r", "0001-01-01T00:00:00Z"), ("2", "r", "2026-10-01T00:00:00Z")]);
+    let run = dir.command().args(["trend", "d.jsonl", "--every", "hour"]).expect_code(1);
+    assert!(run.stderr.contains("0001-01-01T00:00:00Z") && run.stderr.contains("--since"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    dir.command().args(["health", "d.jsonl"]).expect_code(1);
+    // The HTML report is still written, without trend lines, and says why.
+    let run = dir.command().args(["rank", "d.jsonl", "-o", "r.html"]).expect_code(0);
+    assert!(run.stderr.contains("no trend lines"), "{}", run.stderr);
+    assert!(!dir.read("r.html").contains("<svg id=\"trend\""));
+    dir.command().args(["trend", "d.jsonl", "--since", "2026-01-01"]).ok();
+}
+
+#[test]
+fn html_with_top_counts_every_cause() {
+    let dir = Dir::new();
+    let rows: Vec<(String, String)> = (0..6).flat_map(|k| (0..=k).map(move |i| (format!("{k}-{i}"), format!("reason-{k}")))).collect();
+    let rows: Vec<(&str, &str, &str)> = rows.iter().map(|(id, r)| (id.as_str(), r.as_str(), "2026-10-01T00:00:00Z")).collect();
+    dump(&dir, "d.jsonl", &rows);
+    let html = dir.command().args(["rank", "d.jsonl", "--top", "2", "--format", "html"]).ok();
+    // 21 failures in 6 causes (1+2+…+6); the top two hold 6+5, the other four 10.
+    assert!(html.contains("21 failures in 6 causes"), "{html}");
+    assert!(html.contains("<title>4 other causes — 10</title>"), "{html}");
+    assert!(html.contains("the 2 largest of 6"), "{html}");
 }

@@ -90,9 +90,12 @@ pub struct HealthOptions {
 }
 
 /// Lays the counts over every day from the first failure to the last (empty days count 0).
-pub fn build(counts: DailyCounts, rejected: u64, options: &HealthOptions) -> HealthReport {
+pub fn build(counts: DailyCounts, rejected: u64, options: &HealthOptions) -> anyhow::Result<HealthReport> {
     let first = counts.days.keys().min().copied();
     let last = counts.days.keys().max().copied();
+    if let (Some(first), Some(last)) = (first, last) {
+        super::trend::check_span(first * DAY, last * DAY, super::trend::Every::Day)?;
+    }
     let per_day: Vec<DayCount> = match (first, last) {
         (Some(first), Some(last)) => (first..=last)
             .map(|day| DayCount { day: day_name(day), count: counts.days.get(&day).copied().unwrap_or(0) })
@@ -102,7 +105,7 @@ pub fn build(counts: DailyCounts, rejected: u64, options: &HealthOptions) -> Hea
     let depth = per_day.iter().map(|d| d.count).sum();
     let recent = &per_day[per_day.len().saturating_sub(options.window_days)..];
     let growth_per_day = share(recent.iter().map(|d| d.count).sum(), recent.len() as u64);
-    HealthReport {
+    Ok(HealthReport {
         report: REPORT_ID.into(),
         depth,
         per_day,
@@ -112,7 +115,7 @@ pub fn build(counts: DailyCounts, rejected: u64, options: &HealthOptions) -> Hea
         critical: options.critical,
         window_days: options.window_days,
         rejected,
-    }
+    })
 }
 
 /// `YYYY-MM-DD` for days since 1970-01-01.
@@ -136,7 +139,7 @@ mod tests {
     fn days_are_contiguous_and_growth_is_the_recent_mean() {
         let mut counts = DailyCounts::default();
         counts.days.extend([(20_000, 4), (20_003, 2), (20_004, 1)]);
-        let report = build(counts, 0, &HealthOptions { warn: 5, critical: 100, window_days: 2 });
+        let report = build(counts, 0, &HealthOptions { warn: 5, critical: 100, window_days: 2 }).unwrap();
         let days: Vec<(&str, u64)> = report.per_day.iter().map(|d| (d.day.as_str(), d.count)).collect();
         assert_eq!(days, [("2024-10-04", 4), ("2024-10-05", 0), ("2024-10-06", 0), ("2024-10-07", 2), ("2024-10-08", 1)]);
         assert_eq!(report.depth, 7);

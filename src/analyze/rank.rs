@@ -21,6 +21,9 @@ pub struct RankReport {
     pub rejected: u64,
     pub buckets: Vec<Bucket>,
     pub dominant: Option<Dominant>,
+    /// How many buckets there are, listed or not (`--top` lists fewer; not in the JSON).
+    #[serde(skip)]
+    pub causes: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -136,6 +139,7 @@ pub fn build(buckets: &[RankedBucket], rejected: u64, options: &RankOptions) -> 
         alert_share: options.alert_share,
         alert: top.share >= options.alert_share,
     });
+    let causes = all.len();
     let mut shown = all;
     if let Some(n) = options.top {
         shown.truncate(n);
@@ -148,6 +152,7 @@ pub fn build(buckets: &[RankedBucket], rejected: u64, options: &RankOptions) -> 
         rejected,
         buckets: shown,
         dominant,
+        causes,
     }
 }
 

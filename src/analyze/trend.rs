@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use super::FastMap;
@@ -12,6 +13,8 @@ use crate::timestamp;
 
 pub const REPORT_ID: &str = "dlqf.trend/1";
 pub const DEFAULT_WINDOW: usize = 7;
+/// More periods than this is almost always one wrong timestamp far from the rest.
+pub const MAX_PERIODS: i64 = 100_000;
 
 const HOUR: i64 = 3_600_000_000;
 const DAY: i64 = 24 * HOUR;
@@ -204,7 +207,7 @@ pub struct TrendOptions {
 
 /// Normalises the raw groups, lays every series over the same contiguous periods (from the
 /// first failure's period to the last's) and orders series as `rank` orders buckets.
-pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> TrendReport {
+pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Result<TrendReport> {
     let mut by_signature: BTreeMap<Vec<String>, BTreeMap<i64, u64>> = BTreeMap::new();
     for (key, periods) in groups.groups {
         let merged = by_signature.entry(layout.finish_signature(&key)).or_default();
@@ -215,7 +218,10 @@ pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Tr
     let first = by_signature.values().filter_map(|p| p.keys().next()).min().copied();
     let last = by_signature.values().filter_map(|p| p.keys().next_back()).max().copied();
     let starts: Vec<i64> = match (first, last) {
-        (Some(first), Some(last)) => (0..).map(|i| first + i * options.every.length()).take_while(|&t| t <= last).collect(),
+        (Some(first), Some(last)) => {
+            check_span(first, last, options.every)?;
+            (0..).map(|i| first + i * options.every.length()).take_while(|&t| t <= last).collect()
+        }
         _ => Vec::new(),
     };
     let index = |period: i64| ((period - starts[0]) / options.every.length()) as usize;
@@ -237,7 +243,7 @@ pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Tr
     if let Some(n) = options.top {
         series.truncate(n);
     }
-    TrendReport {
+    Ok(TrendReport {
         report: REPORT_ID.into(),
         every: options.every,
         periods: starts.iter().map(|&t| timestamp::format_micros(t)).collect(),
@@ -245,7 +251,29 @@ pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Tr
         window: options.window,
         profile: options.profile.clone(),
         signature_fields: options.signature_fields.clone(),
+    })
+}
+
+impl TrendReport {
+    /// A trend with no periods (nothing to draw).
+    pub fn empty(every: Every) -> TrendReport {
+        TrendReport { report: REPORT_ID.into(), every, periods: Vec::new(), series: Vec::new(), window: DEFAULT_WINDOW, profile: String::new(), signature_fields: Vec::new() }
     }
+}
+
+/// Refuses a span of more than `MAX_PERIODS` periods of `every`, naming its ends.
+pub fn check_span(first: i64, last: i64, every: Every) -> Result<()> {
+    let periods = (last - first) / every.length() + 1;
+    if periods > MAX_PERIODS {
+        bail!(
+            "failures span {} to {}: {periods} {}s, more than {MAX_PERIODS}. A timestamp is probably wrong \
+             (rank shows each cause's first_seen, last_seen and example_id); narrow the span with --since/--until",
+            timestamp::format_micros(first),
+            timestamp::format_micros(last),
+            every.name()
+        );
+    }
+    Ok(())
 }
 
 /// The series merged by error category (one series per category, its signature the category).

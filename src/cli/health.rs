@@ -29,9 +29,9 @@ pub struct Args {
     #[command(flatten)]
     output: OutputArgs,
 
-    /// Depth at which the status is warning.
-    #[arg(long, default_value_t = DEFAULT_WARN, value_name = "N")]
-    warn: u64,
+    /// Depth at which the status is warning [default: 100, or --critical if lower].
+    #[arg(long, value_name = "N")]
+    warn: Option<u64>,
 
     /// Depth at which the status is critical.
     #[arg(long, default_value_t = DEFAULT_CRITICAL, value_name = "N")]
@@ -47,16 +47,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    if args.warn > args.critical {
-        return Err(UsageError(format!("--warn ({}) must not be above --critical ({})", args.warn, args.critical)).into());
+    let warn = args.warn.unwrap_or(DEFAULT_WARN.min(args.critical));
+    if warn > args.critical {
+        return Err(UsageError(format!("--warn ({warn}) must not be above --critical ({})", args.critical)).into());
     }
     if args.window_days == 0 {
         return Err(UsageError("--window-days must be at least 1".into()).into());
     }
     let format = args.output.format()?;
     let loaded = args.input.load(DailyCounts::default)?;
-    let options = HealthOptions { warn: args.warn, critical: args.critical, window_days: args.window_days };
-    let health = health::build(loaded.acc, loaded.tally.rejected, &options);
+    let options = HealthOptions { warn, critical: args.critical, window_days: args.window_days };
+    let health = health::build(loaded.acc, loaded.tally.rejected, &options)?;
     let bytes = match format {
         OutputFormat::Table => report::table::health(&health),
         OutputFormat::Json => report::json::render(&health)?,

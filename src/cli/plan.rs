@@ -30,8 +30,8 @@ use super::UsageError;
 /// routing = false, replay_revision = "det-v8.3", [filter] since/until/signature. An empty
 /// allow-list clears nothing.
 ///
-/// Without --policy the error categories decide (routing = true): transient, dependency and
-/// unknown messages replay until their max_retries (5, 10, 3), validation and poison are held.
+/// Without --policy the error categories decide (routing = true): transient and dependency
+/// messages replay until their max_retries (5, 10); validation, poison and unknown are held.
 /// --classification FILE changes the categories' rules and routing.
 ///
 /// Examples:

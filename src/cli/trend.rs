@@ -20,6 +20,7 @@ use super::UsageError;
 ///   rising    at least 1.5× more than the window before
 ///   falling   at least 1.5× less than the window before
 ///   steady    anything else
+/// With fewer earlier periods than --window, rates per period are compared.
 /// Series come in rank order (total descending, then signature values).
 ///
 /// Examples:
@@ -71,7 +72,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         // By category, the causes are merged first and the largest categories kept after.
         top: if args.by == super::rank::GroupBy::Category { None } else { args.top },
     };
-    let mut trend = trend::build(loaded.acc, &loaded.layout, &options);
+    let mut trend = trend::build(loaded.acc, &loaded.layout, &options)?;
     if args.by == super::rank::GroupBy::Category {
         trend = trend::by_category(trend);
         if let Some(n) = args.top {

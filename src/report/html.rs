@@ -37,7 +37,7 @@ pub fn rank(report: &RankReport, trend: &TrendReport) -> Vec<u8> {
         "<p class=\"summary\">Profile <b>{}</b> · {} failures in {} causes · {} rejected rows{}</p>",
         escape(&report.profile),
         report.total,
-        report.buckets.len(),
+        report.causes,
         report.rejected,
         match (trend.periods.first(), trend.periods.last()) {
             (Some(a), Some(b)) => {
@@ -60,7 +60,11 @@ pub fn rank(report: &RankReport, trend: &TrendReport) -> Vec<u8> {
         let _ = writeln!(out, "<h2>Top causes per {}</h2>", trend.every.name());
         trend_lines(&mut out, report, trend);
     }
-    out.push_str("<h2>Ranked causes</h2>\n");
+    if report.buckets.len() < report.causes {
+        let _ = writeln!(out, "<h2>Ranked causes (the {} largest of {})</h2>", report.buckets.len(), report.causes);
+    } else {
+        out.push_str("<h2>Ranked causes</h2>\n");
+    }
     table(&mut out, report);
     out.push_str("</body>\n</html>\n");
     out.into_bytes()
@@ -82,7 +86,7 @@ fn pareto(out: &mut String, report: &RankReport) {
     let listed: u64 = bars.iter().map(|b| b.2).sum();
     if report.total > listed {
         let rest = report.total - listed;
-        bars.push(("other".into(), format!("{} other causes — {rest}", report.buckets.len().saturating_sub(PARETO_BARS)), rest));
+        bars.push(("other".into(), format!("{} other causes — {rest}", report.causes - bars.len()), rest));
     }
     let max = bars.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64;
     let plot_w = width - left - right;
