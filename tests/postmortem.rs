@@ -199,6 +199,10 @@ fn diff_lists_new_gone_and_moved_causes_from_two_rankings() {
     dir.command().args(["rank", "new.jsonl", "--profile", "envelope", "-o", "envelope.json"]).ok();
     let run = dir.command().args(["diff", "old.json", "envelope.json"]).expect_code(1);
     assert!(run.stderr.contains("different fields"), "{}", run.stderr);
+    // A ranking written by another tool with only the essential fields.
+    dir.create("minimal.json", r#"{"report": "dlqf.rank/1", "buckets": [{"rank": 1, "signature": {"stage": "inference", "reject_reason": "d", "registry_revision": "v1"}, "count": 9, "share": 1.0}]}"#);
+    let minimal = dir.command().args(["diff", "new.json", "minimal.json", "--format", "json"]).json();
+    assert_eq!((minimal["total_new"].as_u64(), minimal["changed"][0]["count_old"].as_u64(), minimal["gone"].as_array().map(Vec::len)), (Some(9), Some(2), Some(2)));
     let run = dir.command().args(["diff", "old.json", "missing.json"]).expect_code(1);
     assert!(run.stderr.contains("missing.json"), "{}", run.stderr);
 }

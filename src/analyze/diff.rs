@@ -47,6 +47,19 @@ pub fn check_rank_report(report: &RankReport, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Fills what a hand-written ranking may leave out: the fields (from the first bucket's
+/// signature) and the total (the sum of the buckets).
+pub fn fill_missing(report: &mut RankReport) {
+    if report.signature_fields.is_empty() {
+        if let Some(first) = report.buckets.first() {
+            report.signature_fields = first.signature.0.iter().map(|(field, _)| field.clone()).collect();
+        }
+    }
+    if report.total == 0 {
+        report.total = report.buckets.iter().map(|b| b.count).sum();
+    }
+}
+
 /// A report made with `--top` lists fewer buckets than it counted: signatures past its end
 /// would show as new or gone. Returns how many of its failures are listed, if not all.
 pub fn listed_part(report: &RankReport) -> Option<u64> {

@@ -15,9 +15,14 @@ pub const DEFAULT_ALERT_SHARE: f64 = 0.40;
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RankReport {
     pub report: String,
+    // Defaults let `diff` read a ranking another tool wrote with only the essential fields.
+    #[serde(default)]
     pub profile: String,
+    #[serde(default)]
     pub signature_fields: Vec<String>,
+    #[serde(default)]
     pub total: u64,
+    #[serde(default)]
     pub rejected: u64,
     pub buckets: Vec<Bucket>,
     pub dominant: Option<Dominant>,
@@ -32,8 +37,11 @@ pub struct Bucket {
     pub signature: Signature,
     pub count: u64,
     pub share: f64,
+    #[serde(default)]
     pub example_id: String,
+    #[serde(default)]
     pub first_seen: String,
+    #[serde(default)]
     pub last_seen: String,
     /// The bucket's error category (see `profile::classify`).
     #[serde(default)]

@@ -47,8 +47,9 @@ fn read_report(name: &str) -> Result<RankReport> {
     } else {
         std::fs::read(name).with_context(|| format!("{name}: cannot read"))?
     };
-    let report: RankReport = serde_json::from_slice(&bytes).with_context(|| format!("{name}: not a dlqf rank JSON report"))?;
+    let mut report: RankReport = serde_json::from_slice(&bytes).with_context(|| format!("{name}: not a dlqf rank JSON report"))?;
     diff::check_rank_report(&report, name)?;
+    diff::fill_missing(&mut report);
     if let Some(listed) = diff::listed_part(&report) {
         eprintln!(
             "dlqf: warning: {name} lists {listed} of its {} failures (made with --top?): causes past its end show as new or gone",
