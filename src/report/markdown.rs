@@ -109,16 +109,7 @@ pub fn diff(report: &DiffReport, old_name: &str, new_name: &str) -> Vec<u8> {
 pub fn health(report: &HealthReport) -> Vec<u8> {
     let mut out = String::new();
     let _ = writeln!(out, "## DLQ health: {}\n", report.status.name());
-    let _ = writeln!(
-        out,
-        "Depth {} (warning at {}, critical at {}); growth {} per day over the last {} days; {} rejected rows.\n",
-        report.depth,
-        report.warn,
-        report.critical,
-        report.growth_per_day,
-        report.window_days.min(report.per_day.len()),
-        report.rejected
-    );
+    let _ = writeln!(out, "{}.\n", super::health_summary(report));
     table_head(&mut out, &["day".into(), "count".into()], 0);
     for d in &report.per_day {
         let _ = writeln!(out, "| {} | {} |", d.day, d.count);

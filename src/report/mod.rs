@@ -106,6 +106,19 @@ pub fn diff_counts(report: &crate::analyze::diff::DiffReport) -> String {
     )
 }
 
+/// The one-line summary of a health report after its status.
+pub fn health_summary(report: &crate::analyze::health::HealthReport) -> String {
+    format!(
+        "depth {} (warning at {}, critical at {}); growth {} per day over the last {} days; {} rejected rows",
+        report.depth,
+        report.warn,
+        report.critical,
+        report.growth_per_day,
+        report.window_days.min(report.per_day.len()),
+        report.rejected
+    )
+}
+
 /// Shares as percentages with two decimals, for people.
 pub fn percent(share: f64) -> String {
     format!("{:.2}%", share * 100.0)

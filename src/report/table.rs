@@ -142,17 +142,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
 
 pub fn health(report: &HealthReport) -> Vec<u8> {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "status {} · depth {} (warning at {}, critical at {}) · growth {} per day over the last {} days · {} rejected rows",
-        report.status.name().to_uppercase(),
-        report.depth,
-        report.warn,
-        report.critical,
-        report.growth_per_day,
-        report.window_days.min(report.per_day.len()),
-        report.rejected
-    );
+    let _ = writeln!(out, "status {} · {}", report.status.name().to_uppercase(), super::health_summary(report));
     let peak = report.per_day.iter().map(|d| d.count).max().unwrap_or(0).max(1);
     let rows: Vec<Vec<String>> = report
         .per_day
