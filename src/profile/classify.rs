@@ -26,6 +26,12 @@ pub struct CategoryRule {
     pub max_retries: Option<i64>,
     pub alert: bool,
     pub page: bool,
+    /// Where the pipeline sends this category (the seed's `dlq`), for the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dlq: Option<String>,
+    /// The pipeline's retry backoff (the seed's `backoff`), for the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -48,7 +54,7 @@ impl Serialize for Classifier {
 
 fn rule(types: &[&str], patterns: &[&str], retry: bool, max_retries: Option<i64>, alert: bool, page: bool) -> CategoryRule {
     let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
-    CategoryRule { types: strings(types), patterns: strings(patterns), retry, max_retries, alert, page }
+    CategoryRule { types: strings(types), patterns: strings(patterns), retry, max_retries, alert, page, dlq: None, backoff: None }
 }
 
 impl Default for Classifier {
@@ -80,13 +86,22 @@ impl Default for Classifier {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleOverride {
+    #[serde(alias = "error_types")]
     types: Option<Vec<String>>,
+    #[serde(alias = "message_patterns")]
     patterns: Option<Vec<String>>,
     retry: Option<bool>,
     max_retries: Option<i64>,
     alert: Option<bool>,
+    /// `page_oncall` as the seed's routing table spells it.
+    #[serde(alias = "page_oncall")]
     page: Option<bool>,
+    dlq: Option<String>,
+    backoff: Option<String>,
 }
+
+/// Tables that may wrap the category tables (`[categories.poison]`, `[routing.transient]`).
+const WRAPPERS: [&str; 3] = ["categories", "routing", "rules"];
 
 impl Classifier {
     /// The default rules with a TOML file's `[poison]`, `[validation]`, … tables laid over them.
@@ -96,7 +111,14 @@ impl Classifier {
     }
 
     pub fn parse(text: &str) -> Result<Classifier> {
-        let tables: toml::Table = toml::from_str(text)?;
+        let top: toml::Table = toml::from_str(text)?;
+        let mut tables = Vec::new();
+        for (name, value) in top {
+            match value {
+                toml::Value::Table(inner) if WRAPPERS.contains(&name.as_str()) => tables.extend(inner),
+                value => tables.push((name, value)),
+            }
+        }
         let mut classifier = Classifier::default();
         for (name, value) in tables {
             let Some(slot) = classifier.rules.iter_mut().find(|(n, _)| *n == name) else {
@@ -120,6 +142,8 @@ impl Classifier {
             }
             rule.alert = o.alert.unwrap_or(rule.alert);
             rule.page = o.page.unwrap_or(rule.page);
+            rule.dlq = o.dlq.or(rule.dlq.take());
+            rule.backoff = o.backoff.or(rule.backoff.take());
         }
         Ok(classifier)
     }
@@ -180,6 +204,10 @@ mod tests {
         assert!(Classifier::parse("[poison]\nretyr = false").is_err());
         assert!(Classifier::parse("[unknown]\npatterns = ['x']").is_err());
         assert!(Classifier::parse("[poison]\npatterns = ['']").is_err());
+        // The seed's ERROR_ROUTING written as TOML reads as it is.
+        let seed = Classifier::parse("[routing.poison]\nretry = false\ndlq = 'orders.dlq.poison'\nalert = true\npage_oncall = true\n[categories.transient]\nbackoff = 'exponential'\nmax_retries = 4\n").unwrap();
+        assert_eq!(seed.routing("poison").dlq.as_deref(), Some("orders.dlq.poison"));
+        assert_eq!(seed.routing("transient").max_retries, Some(4));
         let typed = Classifier::parse("[validation]\ntypes = ['json.JSONDecodeError']").unwrap();
         assert_eq!(typed.classify("simplejson.errors.JSONDecodeError", "x"), "validation");
     }
