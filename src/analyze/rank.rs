@@ -29,6 +29,9 @@ pub struct RankReport {
     /// How many buckets there are, listed or not (`--top` lists fewer; not in the JSON).
     #[serde(skip)]
     pub causes: usize,
+    /// Whether people's formats add a category column (not when the signature holds it).
+    #[serde(skip)]
+    pub category_column: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -123,6 +126,7 @@ pub struct RankOptions {
     pub signature_fields: Vec<String>,
     pub alert_share: f64,
     pub top: Option<usize>,
+    pub category_column: bool,
 }
 
 pub fn build(buckets: &[RankedBucket], rejected: u64, options: &RankOptions) -> RankReport {
@@ -161,6 +165,7 @@ pub fn build(buckets: &[RankedBucket], rejected: u64, options: &RankOptions) -> 
         buckets: shown,
         dominant,
         causes,
+        category_column: options.category_column,
     }
 }
 
@@ -191,7 +196,7 @@ mod tests {
     fn dominant_alert_uses_the_rounded_share_and_top_keeps_totals() {
         let fields = vec!["reason".to_string()];
         let buckets = vec![bucket(&["a"], 2), bucket(&["b"], 2), bucket(&["c"], 1)];
-        let options = RankOptions { profile: "p".into(), signature_fields: fields, alert_share: 0.4, top: Some(1) };
+        let options = RankOptions { profile: "p".into(), signature_fields: fields, alert_share: 0.4, top: Some(1), category_column: true };
         let report = build(&buckets, 3, &options);
         assert_eq!(report.total, 5);
         assert_eq!(report.rejected, 3);

@@ -184,6 +184,9 @@ pub struct TrendReport {
     pub profile: String,
     #[serde(skip, default)]
     pub signature_fields: Vec<String>,
+    /// Whether people's formats add a category column (not when the signature holds it).
+    #[serde(skip, default)]
+    pub category_column: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -203,6 +206,7 @@ pub struct TrendOptions {
     pub every: Every,
     pub window: usize,
     pub top: Option<usize>,
+    pub category_column: bool,
 }
 
 /// Normalises the raw groups, lays every series over the same contiguous periods (from the
@@ -251,13 +255,14 @@ pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Re
         window: options.window,
         profile: options.profile.clone(),
         signature_fields: options.signature_fields.clone(),
+        category_column: options.category_column,
     })
 }
 
 impl TrendReport {
     /// A trend with no periods (nothing to draw).
     pub fn empty(every: Every) -> TrendReport {
-        TrendReport { report: REPORT_ID.into(), every, periods: Vec::new(), series: Vec::new(), window: DEFAULT_WINDOW, profile: String::new(), signature_fields: Vec::new() }
+        TrendReport { report: REPORT_ID.into(), every, periods: Vec::new(), series: Vec::new(), window: DEFAULT_WINDOW, profile: String::new(), signature_fields: Vec::new(), category_column: false }
     }
 }
 
@@ -295,7 +300,7 @@ pub fn by_category(report: TrendReport) -> TrendReport {
         })
         .collect();
     series.sort_by(|a, b| b.total.cmp(&a.total));
-    TrendReport { series, signature_fields: fields, ..report }
+    TrendReport { series, signature_fields: fields, category_column: false, ..report }
 }
 
 /// Unicode block sparkline of `counts`, at most `width` characters: adjacent periods are summed

@@ -74,6 +74,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         signature_fields,
         alert_share: args.alert_share,
         top: args.top,
+        category_column: args.by == GroupBy::Signature && !loaded.profile.category_in_signature(),
     };
     let ranking = rank::build(&buckets, loaded.tally.rejected, &options);
     let bytes = match format {
@@ -86,7 +87,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let hourly = hourly.expect("counted per hour for html");
             let every = hourly.fitting_every();
             let signature_fields = loaded.profile.signature_names();
-            let trend_options = TrendOptions { profile: options.profile.clone(), signature_fields, every, window: DEFAULT_WINDOW, top: None };
+            let trend_options = TrendOptions { profile: options.profile.clone(), signature_fields, every, window: DEFAULT_WINDOW, top: None, category_column: options.category_column };
             // A span too long to draw leaves the page without trend lines, not without a report.
             let mut trend = trend::build(hourly.coarsen(every), &loaded.layout, &trend_options).unwrap_or_else(|e| {
                 eprintln!("dlqf: warning: no trend lines in the report: {e:#}");

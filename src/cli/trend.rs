@@ -71,6 +71,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         window: args.window,
         // By category, the causes are merged first and the largest categories kept after.
         top: if args.by == super::rank::GroupBy::Category { None } else { args.top },
+        category_column: !loaded.profile.category_in_signature(),
     };
     let mut trend = trend::build(loaded.acc, &loaded.layout, &options)?;
     if args.by == super::rank::GroupBy::Category {

@@ -92,6 +92,11 @@ impl Profile {
         }
     }
 
+    /// Whether a signature field holds the category (so reports need no extra column).
+    pub fn category_in_signature(&self) -> bool {
+        matches!(self.category, CategorySource::Field(_))
+    }
+
     /// Replaces the default classification rules with a file's overrides.
     pub fn with_classification(mut self, path: &Path) -> Result<Profile> {
         self.classifier = Arc::new(classify::Classifier::load(path)?);

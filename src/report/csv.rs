@@ -12,7 +12,7 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
     header.extend(report.signature_fields.iter().cloned());
     header.extend(["example_id".into(), "first_seen".into(), "last_seen".into()]);
-    let category = super::shows_category(&report.signature_fields);
+    let category = report.category_column;
     if category {
         header.push("category".into());
     }
@@ -34,7 +34,7 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
 pub fn trend(report: &TrendReport) -> Vec<u8> {
     let mut header = vec!["rank".to_string(), "total".into(), "status".into()];
     header.extend(report.signature_fields.iter().cloned());
-    if super::shows_category(&report.signature_fields) {
+    if report.category_column {
         header.push("category".into());
     }
     header.extend(report.periods.iter().cloned());
@@ -43,7 +43,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
     for (i, s) in report.series.iter().enumerate() {
         let mut row = vec![(i + 1).to_string(), s.total.to_string(), s.status.name().to_string()];
         row.extend(s.signature.values().map(text_cell));
-        if super::shows_category(&report.signature_fields) {
+        if report.category_column {
             row.push(text_cell(&s.category));
         }
         row.extend(s.counts.iter().map(u64::to_string));

@@ -181,7 +181,7 @@ fn table(out: &mut String, report: &RankReport) {
     for f in &report.signature_fields {
         let _ = write!(out, "<th>{}</th>", escape(f));
     }
-    let category = super::shows_category(&report.signature_fields);
+    let category = report.category_column;
     if category {
         out.push_str("<th>category</th>");
     }

@@ -20,7 +20,7 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     out.push('\n');
     let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
     header.extend(report.signature_fields.iter().map(|f| escape(f)));
-    let category = super::shows_category(&report.signature_fields);
+    let category = report.category_column;
     if category {
         header.push("category".into());
     }
@@ -49,7 +49,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
     }
     let mut header = vec!["rank".to_string(), "total".into(), format!("last {}", report.window), "status".into(), "trend".into()];
     header.extend(report.signature_fields.iter().map(|f| escape(f)));
-    if super::shows_category(&report.signature_fields) {
+    if report.category_column {
         header.push("category".into());
     }
     table_head(&mut out, &header, 3);
@@ -61,7 +61,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
         };
         let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), status, format!("`{}`", trend::sparkline(&s.counts, 48))];
         row.extend(s.signature.values().map(escape));
-        if super::shows_category(&report.signature_fields) {
+        if report.category_column {
             row.push(escape(&s.category));
         }
         let _ = writeln!(out, "| {} |", row.join(" | "));

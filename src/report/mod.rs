@@ -88,11 +88,6 @@ pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Whether reports add a category column (not when the signature is the category).
-pub fn shows_category(signature_fields: &[String]) -> bool {
-    !signature_fields.iter().any(|f| f == "category")
-}
-
 /// The one-line summary of a diff: totals and how many causes are new, gone or in both.
 pub fn diff_counts(report: &crate::analyze::diff::DiffReport) -> String {
     format!(

@@ -21,7 +21,7 @@ pub fn rank(report: &RankReport) -> Result<Vec<u8>> {
     columns.push(Column::new("example_id".into(), b.iter().map(|x| x.example_id.as_str()).collect::<Vec<_>>()));
     columns.push(time_column("first_seen", b.iter().map(|x| x.first_seen.as_str()))?);
     columns.push(time_column("last_seen", b.iter().map(|x| x.last_seen.as_str()))?);
-    if super::shows_category(&report.signature_fields) {
+    if report.category_column {
         columns.push(Column::new("category".into(), b.iter().map(|x| x.category.as_str()).collect::<Vec<_>>()));
     }
     let mut df = DataFrame::new(b.len(), columns).context("building the Parquet report (a signature field may clash with a report column)")?;

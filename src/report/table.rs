@@ -22,7 +22,7 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
     );
     let mut headers = vec!["rank".to_string(), "count".into(), "share".into()];
     headers.extend(report.signature_fields.iter().cloned());
-    let category = super::shows_category(&report.signature_fields);
+    let category = report.category_column;
     if category {
         headers.push("category".into());
     }
@@ -119,7 +119,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
     let recent = format!("last_{}", report.window);
     let mut headers = vec!["rank".to_string(), "total".into(), recent, "status".into(), "trend".into()];
     headers.extend(report.signature_fields.iter().cloned());
-    if super::shows_category(&report.signature_fields) {
+    if report.category_column {
         headers.push("category".into());
     }
     let rows: Vec<Vec<String>> = report
@@ -130,7 +130,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
             let recent: u64 = s.counts[s.counts.len().saturating_sub(report.window)..].iter().sum();
             let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), s.status.name().into(), trend::sparkline(&s.counts, SPARK_WIDTH)];
             row.extend(s.signature.values().map(str::to_string));
-            if super::shows_category(&report.signature_fields) {
+            if report.category_column {
                 row.push(s.category.clone());
             }
             row
