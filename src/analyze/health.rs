@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rank::share;
+use super::trend::{self, Every, DAY};
 use super::FastMap;
 use crate::signature::RowFacts;
 use crate::source::Accumulator;
@@ -13,8 +14,6 @@ pub const REPORT_ID: &str = "dlqf.health/1";
 pub const DEFAULT_WARN: u64 = 100;
 pub const DEFAULT_CRITICAL: u64 = 1000;
 pub const DEFAULT_WINDOW_DAYS: usize = 7;
-
-const DAY: i64 = 86_400_000_000;
 
 /// Accepted failures per UTC day (keyed by days since 1970-01-01).
 #[derive(Default)]
@@ -91,15 +90,11 @@ pub struct HealthOptions {
 
 /// Lays the counts over every day from the first failure to the last (empty days count 0).
 pub fn build(counts: DailyCounts, rejected: u64, options: &HealthOptions) -> anyhow::Result<HealthReport> {
-    let first = counts.days.keys().min().copied();
-    let last = counts.days.keys().max().copied();
-    if let (Some(first), Some(last)) = (first, last) {
-        super::trend::check_span(first * DAY, last * DAY, super::trend::Every::Day)?;
-    }
-    let per_day: Vec<DayCount> = match (first, last) {
-        (Some(first), Some(last)) => (first..=last)
-            .map(|day| DayCount { day: day_name(day), count: counts.days.get(&day).copied().unwrap_or(0) })
-            .collect(),
+    let per_day: Vec<DayCount> = match (counts.days.keys().min().copied(), counts.days.keys().max().copied()) {
+        (Some(first), Some(last)) => {
+            trend::check_span(first * DAY, last * DAY, Every::Day)?;
+            (first..=last).map(|day| DayCount { day: day_name(day), count: counts.days.get(&day).copied().unwrap_or(0) }).collect()
+        }
         _ => Vec::new(),
     };
     let depth = per_day.iter().map(|d| d.count).sum();

@@ -17,7 +17,7 @@ pub const DEFAULT_WINDOW: usize = 7;
 pub const MAX_PERIODS: i64 = 100_000;
 
 const HOUR: i64 = 3_600_000_000;
-const DAY: i64 = 24 * HOUR;
+pub(crate) const DAY: i64 = 24 * HOUR;
 /// 1970-01-01 was a Thursday; weeks start on Monday (ISO 8601), three days earlier.
 const MONDAY_OFFSET: i64 = 3 * DAY;
 
@@ -200,12 +200,18 @@ pub struct Series {
     pub category: String,
 }
 
+impl Series {
+    /// Failures in the last `window` periods.
+    pub fn recent(&self, window: usize) -> u64 {
+        self.counts[self.counts.len().saturating_sub(window)..].iter().sum()
+    }
+}
+
 pub struct TrendOptions {
     pub profile: String,
     pub signature_fields: Vec<String>,
     pub every: Every,
     pub window: usize,
-    pub top: Option<usize>,
     pub category_column: bool,
 }
 
@@ -244,9 +250,6 @@ pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Re
         .collect();
     // Stable sort over signature order: count descending, then signature values ascending.
     series.sort_by(|a, b| b.total.cmp(&a.total));
-    if let Some(n) = options.top {
-        series.truncate(n);
-    }
     Ok(TrendReport {
         report: REPORT_ID.into(),
         every: options.every,

@@ -87,7 +87,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let hourly = hourly.expect("counted per hour for html");
             let every = hourly.fitting_every();
             let signature_fields = loaded.profile.signature_names();
-            let trend_options = TrendOptions { profile: options.profile.clone(), signature_fields, every, window: DEFAULT_WINDOW, top: None, category_column: options.category_column };
+            let trend_options = TrendOptions { profile: options.profile.clone(), signature_fields, every, window: DEFAULT_WINDOW, category_column: options.category_column };
             // A span too long to draw leaves the page without trend lines, not without a report.
             let mut trend = trend::build(hourly.coarsen(every), &loaded.layout, &trend_options).unwrap_or_else(|e| {
                 eprintln!("dlqf: warning: no trend lines in the report: {e:#}");

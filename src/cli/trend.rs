@@ -69,16 +69,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         signature_fields: loaded.profile.signature_names(),
         every,
         window: args.window,
-        // By category, the causes are merged first and the largest categories kept after.
-        top: if args.by == super::rank::GroupBy::Category { None } else { args.top },
         category_column: !loaded.profile.category_in_signature(),
     };
     let mut trend = trend::build(loaded.acc, &loaded.layout, &options)?;
     if args.by == super::rank::GroupBy::Category {
         trend = trend::by_category(trend);
-        if let Some(n) = args.top {
-            trend.series.truncate(n);
-        }
+    }
+    // After any grouping, so the largest merged series are the ones kept.
+    if let Some(n) = args.top {
+        trend.series.truncate(n);
     }
     let bytes = match format {
         OutputFormat::Table => report::table::trend(&trend),

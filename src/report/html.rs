@@ -93,10 +93,9 @@ fn pareto(out: &mut String, report: &RankReport) {
     let plot_h = height - top - bottom;
     let slot = plot_w / bars.len() as f64;
     let _ = writeln!(out, "<svg id=\"pareto\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"Pareto chart of failure causes\">");
-    axes(out, left, top, plot_w, plot_h);
+    axes(out, left, top, plot_w, plot_h, max);
     for i in 0..=4 {
         let y = top + plot_h * (1.0 - f64::from(i) / 4.0);
-        let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 6.0, y + 4.0, (max * f64::from(i) / 4.0).round());
         let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\">{}%</text>", left + plot_w + 6.0, y + 4.0, i * 25);
     }
     let mut cumulative = 0u64;
@@ -128,8 +127,13 @@ fn pareto(out: &mut String, report: &RankReport) {
     );
 }
 
-fn axes(out: &mut String, left: f64, top: f64, w: f64, h: f64) {
+/// The left and bottom axes of a plot area, with five count labels from 0 to `max` on the left.
+fn axes(out: &mut String, left: f64, top: f64, w: f64, h: f64, max: f64) {
     let _ = writeln!(out, "<path d=\"M{left:.1},{top:.1} V{:.1} H{:.1}\" fill=\"none\" stroke=\"#868e96\"/>", top + h, left + w);
+    for i in 0..=4 {
+        let y = top + h * (1.0 - f64::from(i) / 4.0);
+        let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 6.0, y + 4.0, (max * f64::from(i) / 4.0).round());
+    }
 }
 
 fn trend_lines(out: &mut String, report: &RankReport, trend: &TrendReport) {
@@ -141,11 +145,7 @@ fn trend_lines(out: &mut String, report: &RankReport, trend: &TrendReport) {
     let plot_h = height - top - bottom;
     let x_of = |i: usize| left + plot_w * i as f64 / (n - 1) as f64;
     let _ = writeln!(out, "<svg id=\"trend\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"Failures per period of the top causes\">");
-    axes(out, left, top, plot_w, plot_h);
-    for i in 0..=4 {
-        let y = top + plot_h * (1.0 - f64::from(i) / 4.0);
-        let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 6.0, y + 4.0, (max * f64::from(i) / 4.0).round());
-    }
+    axes(out, left, top, plot_w, plot_h, max);
     for i in [0, n / 2, n - 1] {
         let anchor = if i == 0 { "start" } else if i == n - 1 { "end" } else { "middle" };
         let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{}</text>", x_of(i), top + plot_h + 16.0, escape(&period_label(&trend.periods[i], trend.every.name())));

@@ -54,7 +54,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
     }
     table_head(&mut out, &header, 3);
     for (i, s) in report.series.iter().enumerate() {
-        let recent: u64 = s.counts[s.counts.len().saturating_sub(report.window)..].iter().sum();
+        let recent = s.recent(report.window);
         let status = match s.status.name() {
             name @ ("new" | "rising") => format!("**{name}**"),
             name => name.to_string(),

@@ -127,7 +127,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let recent: u64 = s.counts[s.counts.len().saturating_sub(report.window)..].iter().sum();
+            let recent = s.recent(report.window);
             let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), s.status.name().into(), trend::sparkline(&s.counts, SPARK_WIDTH)];
             row.extend(s.signature.values().map(str::to_string));
             if report.category_column {
