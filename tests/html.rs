@@ -71,15 +71,61 @@ fn headless(dir: &Dir, args: &[&str], page: &Path) -> std::process::Output {
 
 /// Pixels within a small distance of an RGB colour.
 fn count_color(png_path: &Path, rgb: [u8; 3]) -> usize {
-    let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    buf[..info.buffer_size()]
-        .chunks(channels)
-        .filter(|p| p.len() >= 3 && (0..3).all(|i| p[i].abs_diff(rgb[i]) <= 4))
-        .count()
+    let (channels, pixels) = decode_png(&std::fs::read(png_path).unwrap());
+    pixels.chunks(channels).filter(|p| (0..3).all(|i| p[i].abs_diff(rgb[i]) <= 4)).count()
+}
+
+/// The pixels of an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium's screenshots are),
+/// with their channel count: the chunks' IDAT data inflated, then each row unfiltered.
+fn decode_png(bytes: &[u8]) -> (usize, Vec<u8>) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let (mut width, mut channels, mut data) = (0, 0, Vec::new());
+    let mut at = 8;
+    while at + 8 <= bytes.len() {
+        let len = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let (kind, body) = (&bytes[at + 4..at + 8], &bytes[at + 8..at + 8 + len]);
+        match kind {
+            b"IHDR" => {
+                width = u32::from_be_bytes(body[..4].try_into().unwrap()) as usize;
+                assert_eq!((body[8], body[12]), (8, 0), "8-bit, not interlaced");
+                channels = match body[9] {
+                    2 => 3,
+                    6 => 4,
+                    other => panic!("PNG colour type {other}"),
+                };
+            }
+            b"IDAT" => data.extend_from_slice(body),
+            _ => {}
+        }
+        at += 12 + len;
+    }
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(&data[..]), &mut raw).unwrap();
+    let stride = width * channels;
+    let mut pixels: Vec<u8> = Vec::with_capacity(raw.len());
+    for row in raw.chunks(stride + 1) {
+        let (filter, line) = (row[0], &row[1..]);
+        let start = pixels.len();
+        for (i, &x) in line.iter().enumerate() {
+            let left = if i >= channels { pixels[start + i - channels] } else { 0 };
+            let up = if start >= stride { pixels[start - stride + i] } else { 0 };
+            let up_left = if start >= stride && i >= channels { pixels[start - stride + i - channels] } else { 0 };
+            let predicted = match filter {
+                0 => 0,
+                1 => left,
+                2 => up,
+                3 => ((left as u16 + up as u16) / 2) as u8,
+                4 => {
+                    let p = left as i16 + up as i16 - up_left as i16;
+                    let (pa, pb, pc) = ((p - left as i16).abs(), (p - up as i16).abs(), (p - up_left as i16).abs());
+                    if pa <= pb && pa <= pc { left } else if pb <= pc { up } else { up_left }
+                }
+                other => panic!("PNG filter {other}"),
+            };
+            pixels.push(x.wrapping_add(predicted));
+        }
+    }
+    (channels, pixels)
 }
 
 #[test]
