@@ -247,3 +247,34 @@ fn usage_errors_exit_2() {
     let help = dir.command().args(["rank", "--help"]).ok();
     assert!(help.contains("--fail-on-dominant") && help.contains("--since"), "{help}");
 }
+
+#[test]
+fn shares_are_the_seeds_round_of_the_double_on_exact_ties() {
+    // 195/20000 and 73/20000 are ties in decimal but not as doubles: the seed's
+    // round(count / total, 4) gives 0.0097 and 0.0037, as Python computes below.
+    let counts = [18_700u64, 1_029, 195, 73, 3];
+    let dir = Dir::new();
+    let mut text = String::new();
+    for (k, &n) in counts.iter().enumerate() {
+        for i in 0..n {
+            text.push_str(&vision_line(&format!("{k}-{i}"), "inference", &format!("reason-{k}"), "v", "2026-10-01T00:00:00Z", 0));
+            text.push('\n');
+        }
+    }
+    dir.create("dlq.jsonl", text);
+    let report = dir.command().args(["rank", "dlq.jsonl", "--format", "json"]).json();
+    let args: Vec<String> = counts.iter().map(u64::to_string).collect();
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys\nc = [int(a) for a in sys.argv[1:]]\nprint(' '.join(repr(round(n / sum(c), 4)) for n in c))"])
+        .args(&args)
+        .output()
+        .unwrap();
+    let python: Vec<f64> = String::from_utf8(out.stdout).unwrap().split_whitespace().map(|s| s.parse().unwrap()).collect();
+    let ours: Vec<f64> = report["buckets"].as_array().unwrap().iter().map(|b| b["share"].as_f64().unwrap()).collect();
+    assert_eq!(ours, python);
+    assert_eq!(ours[2..4], [0.0097, 0.0037]);
+    let csv = dir.command().args(["rank", "dlq.jsonl", "--format", "csv"]).ok();
+    assert!(csv.lines().nth(3).unwrap().starts_with("3,195,0.0097,"), "{csv}");
+    let md = dir.command().args(["rank", "dlq.jsonl", "--format", "markdown"]).ok();
+    assert!(md.contains("| 3 | 195 | 0.97% |"), "{md}");
+}

@@ -108,17 +108,15 @@ fn sort(buckets: &mut [RankedBucket]) {
     buckets.sort_by(|a, b| b.stats.count.cmp(&a.stats.count).then_with(|| a.values.cmp(&b.values)));
 }
 
-/// `count / total` rounded to 4 decimals, ties to even, computed exactly in integers (this
-/// matches rounding the nearest double, as Python's `round(x, 4)` does).
+/// The seed's `round(count / total, 4)`: the double `count / total`, correctly rounded to 4
+/// decimals (exact ties to even), which is what Rust's `{:.4}` formatting does. Rounding the
+/// exact fraction instead differs on values such as 195/20000, whose double lies below the tie.
 pub fn share(count: u64, total: u64) -> f64 {
     if total == 0 {
         return 0.0;
     }
-    let scaled = u128::from(count) * 10_000;
-    let (q, r) = (scaled / u128::from(total), scaled % u128::from(total));
-    let twice = 2 * r;
-    let q = if twice > u128::from(total) || (twice == u128::from(total) && q % 2 == 1) { q + 1 } else { q };
-    q as f64 / 10_000.0
+    let ratio = count as f64 / total as f64;
+    format!("{ratio:.4}").parse().expect("a formatted float parses")
 }
 
 pub struct RankOptions {
@@ -174,14 +172,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn share_rounds_half_to_even_like_python() {
-        assert_eq!(share(1, 32), 0.0312); // 0.03125 exactly: ties to even
-        assert_eq!(share(3, 32), 0.0938); // 0.09375 exactly: ties to even
+    fn share_rounds_the_double_like_python() {
+        assert_eq!(share(1, 32), 0.0312); // 0.03125 is exact in binary: ties to even
+        assert_eq!(share(3, 32), 0.0938);
+        assert_eq!(share(195, 20000), 0.0097); // the double is just below 0.00975
+        assert_eq!(share(73, 20000), 0.0037); // the double is just below 0.00365
         assert_eq!(share(1, 3), 0.3333);
         assert_eq!(share(2, 3), 0.6667);
         assert_eq!(share(4000, 20000), 0.2);
         assert_eq!(share(5, 5), 1.0);
         assert_eq!(share(0, 0), 0.0);
+    }
+
+    /// Every count of several totals against Python's own `round(count / total, 4)`.
+    #[test]
+    fn share_equals_pythons_round_for_every_count() {
+        let totals = [7u64, 32, 400, 20000, 33333, 99991];
+        let script = "import sys\nfor t in map(int, sys.argv[1:]):\n    print(' '.join(repr(round(c / t, 4)) for c in range(t + 1)))\n";
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg("-c").arg(script).args(totals.iter().map(u64::to_string)).stdout(std::process::Stdio::piped());
+        let out = cmd.output().expect("python3 runs");
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut differ = Vec::new();
+        for (line, &total) in text.lines().zip(&totals) {
+            for (count, theirs) in line.split(' ').enumerate() {
+                let ours = share(count as u64, total);
+                if ours != theirs.parse::<f64>().unwrap() {
+                    differ.push(format!("{count}/{total}: dlqf {ours}, python {theirs}"));
+                }
+            }
+        }
+        assert!(differ.is_empty(), "{} differ, e.g. {:?}", differ.len(), &differ[..differ.len().min(5)]);
     }
 
     fn bucket(values: &[&str], count: u64) -> RankedBucket {
