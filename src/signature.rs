@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::profile::classify::Classifier;
-use crate::profile::{CategorySource, Normalizer, Profile};
+use crate::profile::{CategorySource, FieldType, Normalizer, Profile};
 use crate::timestamp;
 
 /// One field's value as a source read it, before the profile interprets it.
@@ -61,6 +61,7 @@ struct Slot {
     column: usize,
     normalizer: Normalizer,
     required: bool,
+    field_type: FieldType,
     /// Columns of the error type and message, for a category normaliser.
     aux: Option<(usize, usize)>,
 }
@@ -69,6 +70,7 @@ struct Slot {
 pub struct Layout {
     pub columns: Vec<String>,
     id: usize,
+    id_type: FieldType,
     time: usize,
     attempts: Option<usize>,
     slots: Vec<Slot>,
@@ -106,6 +108,7 @@ impl Layout {
                 },
                 normalizer: s.normalizer.clone(),
                 required: s.required,
+                field_type: s.field_type,
             })
             .collect();
         let position = |name: &str| profile.signature.iter().position(|s| s.field == name);
@@ -116,7 +119,7 @@ impl Layout {
                 message: position(message_field).expect("category message field is a signature field"),
             },
         };
-        Layout { columns, id, time, attempts, slots, classifier: profile.classifier.clone(), category }
+        Layout { columns, id, id_type: profile.id_type, time, attempts, slots, classifier: profile.classifier.clone(), category }
     }
 
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
@@ -128,7 +131,7 @@ impl Layout {
             let name = &self.columns[slot.column];
             match &slot.normalizer {
                 Normalizer::Category { .. } => {
-                    let given = cell.as_text().filter(|t| !t.trim().is_empty());
+                    let given = text_of(cell, slot.field_type, name)?.filter(|t| !t.trim().is_empty());
                     let value = match given {
                         Some(t) => t.trim().to_lowercase(),
                         None => {
@@ -141,13 +144,10 @@ impl Layout {
                     push_part(key, &value);
                 }
                 normalizer => {
-                    let text = match cell {
-                        Cell::Missing | Cell::Null if !slot.required => Cow::Borrowed(""),
-                        Cell::Missing => return Err(format!("field `{name}` is missing")),
-                        Cell::Null => return Err(format!("field `{name}` is null")),
-                        other => other
-                            .as_text()
-                            .ok_or_else(|| format!("field `{name}`: expected a string, got {}", other.kind()))?,
+                    let text = match text_of(cell, slot.field_type, name)? {
+                        Some(text) => text,
+                        None if !slot.required => Cow::Borrowed(""),
+                        None => return Err(absent(name, cell)),
                     };
                     if normalizer.is_per_row() {
                         push_part(key, &normalizer.apply(&text));
@@ -158,20 +158,13 @@ impl Layout {
             }
         }
         let id_name = &self.columns[self.id];
-        let id = match &cells[self.id] {
-            Cell::Str(s) => Cow::Borrowed(s.as_ref()),
-            Cell::Int(v) => Cow::Owned(v.to_string()),
-            Cell::Missing => return Err(format!("field `{id_name}` is missing")),
-            Cell::Null => return Err(format!("field `{id_name}` is null")),
-            other => return Err(format!("field `{id_name}`: expected a string, got {}", other.kind())),
-        };
+        let id = text_of(&cells[self.id], self.id_type, id_name)?.ok_or_else(|| absent(id_name, &cells[self.id]))?;
         let time_name = &self.columns[self.time];
         let time = match &cells[self.time] {
             Cell::Time(v) => *v,
             Cell::Str(s) => timestamp::parse_rfc3339(s)
                 .ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
-            Cell::Missing => return Err(format!("field `{time_name}` is missing")),
-            Cell::Null => return Err(format!("field `{time_name}` is null")),
+            absent_value @ (Cell::Missing | Cell::Null) => return Err(absent(time_name, absent_value)),
             other => return Err(format!("field `{time_name}`: expected an RFC 3339 timestamp, got {}", other.kind())),
         };
         let attempts = match self.attempts {
@@ -300,6 +293,25 @@ pub fn split_parts(mut key: &[u8]) -> impl Iterator<Item = &str> {
     })
 }
 
+/// A text field's value: None when missing or null; a number or boolean only where the
+/// profile says `scalar`; anything else is why the row is rejected.
+fn text_of<'a>(cell: &'a Cell<'a>, field_type: FieldType, name: &str) -> Result<Option<Cow<'a, str>>, String> {
+    match cell {
+        Cell::Missing | Cell::Null => Ok(None),
+        Cell::Str(s) => Ok(Some(Cow::Borrowed(s.as_ref()))),
+        Cell::Int(_) | Cell::Float(_) | Cell::Bool(_) if field_type == FieldType::Scalar => Ok(cell.as_text()),
+        other => Err(format!("field `{name}`: expected a string, got {}", other.kind())),
+    }
+}
+
+/// Why a required field without a value rejects the row.
+fn absent(name: &str, cell: &Cell) -> String {
+    match cell {
+        Cell::Null => format!("field `{name}` is null"),
+        _ => format!("field `{name}` is missing"),
+    }
+}
+
 fn quote(s: &str) -> String {
     let shown: String = s.chars().take(40).collect();
     if shown.len() < s.len() {
@@ -343,10 +355,32 @@ mod tests {
             (vision_cells(Cell::Str("x".into()), Cell::Str("yesterday".into()), Cell::Int(0)), "field `capture_timestamp`: invalid timestamp \"yesterday\""),
             (vision_cells(Cell::Str("x".into()), Cell::Int(5), Cell::Int(0)), "field `capture_timestamp`: expected an RFC 3339 timestamp, got number"),
             (vision_cells(Cell::Str("x".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Str("three".into())), "field `attempts`: expected an integer, got string \"three\""),
+            (vision_cells(Cell::Int(7), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got number"),
+            (vision_cells(Cell::Bool(true), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got boolean"),
+            (vision_cells(Cell::Float(0.5), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got number"),
         ];
         for (cells, reason) in cases {
             assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), reason);
         }
+    }
+
+    #[test]
+    fn a_numeric_id_is_rejected_unless_the_profile_says_scalar() {
+        let mut cells = vision_cells(Cell::Str("x".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0));
+        cells[0] = Cell::Int(42);
+        let mut key = Vec::new();
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `capture_id`: expected a string, got number");
+
+        let toml = "id = 'capture_id'\nid_type = 'scalar'\ntime = 'capture_timestamp'\nattempts = 'attempts'\n\
+                    [[signature]]\nfield = 'stage'\ntype = 'scalar'\n[[signature]]\nfield = 'reject_reason'\n[[signature]]\nfield = 'registry_revision'\n";
+        let layout = Layout::new(&crate::profile::from_toml(toml, "t.toml").unwrap());
+        cells[3] = Cell::Int(7);
+        let facts = layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(facts.id, "42");
+        assert_eq!(split_parts(&key).next(), Some("7"));
+        cells[4] = Cell::Int(7);
+        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `reject_reason`: expected a string, got number");
     }
 
     #[test]
@@ -374,5 +408,12 @@ mod tests {
         let mut key = Vec::new();
         layout.extract(&cells, &mut key).unwrap();
         assert_eq!(layout.finish_signature(&key), ["orders", "transient", "TimeoutError", "timed out after <*> talking to <*>"]);
+        // Null means absent too; a number is not a category.
+        let mut cells = cells;
+        cells[4] = Cell::Null;
+        layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(layout.finish_signature(&key)[1], "transient");
+        cells[4] = Cell::Int(3);
+        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `error_category`: expected a string, got number");
     }
 }

@@ -47,6 +47,43 @@ fn malformed_rows_are_counted_and_named_with_line_numbers() {
 }
 
 #[test]
+fn a_string_field_of_another_type_is_a_rejected_row_naming_the_field_and_type() {
+    let dir = Dir::new();
+    let text = [
+        good("a"),
+        good("b").replace("\"stage\":\"inference\"", "\"stage\":7"),
+        good("c").replace("\"capture_id\":\"c\"", "\"capture_id\":3"),
+        good("d").replace("\"reject_reason\":\"timeout\"", "\"reject_reason\":{\"code\":1}"),
+        good("e").replace("\"registry_revision\":\"det-v8.0\"", "\"registry_revision\":true"),
+        good("f").replace("\"attempts\":1", "\"attempts\":2"),
+    ]
+    .join("\n");
+    dir.create("dlq.jsonl", text + "\n");
+    let run = dir.command().args(["rank", "dlq.jsonl", "--format", "json"]).expect_code(0);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!((report["total"].as_u64(), report["rejected"].as_u64()), (Some(2), Some(4)));
+    assert_eq!(report["buckets"].as_array().unwrap().len(), 1, "no bucket `stage = 7`");
+    let named: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("dlq.jsonl:")).collect();
+    assert_eq!(
+        named,
+        [
+            "dlq.jsonl:2: field `stage`: expected a string, got number",
+            "dlq.jsonl:3: field `capture_id`: expected a string, got number",
+            "dlq.jsonl:4: field `reject_reason`: expected a string, got object",
+            "dlq.jsonl:5: field `registry_revision`: expected a string, got boolean",
+        ]
+    );
+    // A profile that says `scalar` takes numbers as their text.
+    dir.create(
+        "p.toml",
+        "id = 'capture_id'\nid_type = 'scalar'\ntime = 'capture_timestamp'\n[[signature]]\nfield = 'stage'\ntype = 'scalar'\n",
+    );
+    let report = dir.command().args(["rank", "dlq.jsonl", "--profile", "p.toml", "--format", "json"]).json();
+    assert_eq!((report["total"].as_u64(), report["rejected"].as_u64()), (Some(6), Some(0)));
+    assert_eq!(report["buckets"][1]["signature"]["stage"], "7");
+}
+
+#[test]
 fn line_numbers_stay_right_across_chunks_and_many_rejects_are_all_counted() {
     let dir = Dir::new();
     // ~30 MB so the scanner cuts several chunks; a broken line every 10_000 lines.

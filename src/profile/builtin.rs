@@ -1,9 +1,9 @@
 //! The two built-in profiles, exactly as the product spec describes them.
 
-use super::{CategorySource, Normalizer, Profile, SignatureField};
+use super::{CategorySource, FieldType, Normalizer, Profile, SignatureField};
 
 fn field(name: &str, normalizer: Normalizer) -> SignatureField {
-    SignatureField { field: name.into(), normalizer, required: true }
+    SignatureField { field: name.into(), normalizer, required: true, field_type: FieldType::String }
 }
 
 /// The vision pipeline's typed DLQ record (seed `vision-dlq-forensics`).
@@ -11,6 +11,7 @@ pub fn vision() -> Profile {
     Profile {
         name: "vision".into(),
         id_field: "capture_id".into(),
+        id_type: FieldType::String,
         time_field: "capture_timestamp".into(),
         attempts_field: Some("attempts".into()),
         signature: vec![
@@ -31,6 +32,7 @@ pub fn envelope() -> Profile {
     Profile {
         name: "envelope".into(),
         id_field: "id".into(),
+        id_type: FieldType::String,
         time_field: "last_failed_at".into(),
         attempts_field: Some("retry_count".into()),
         signature: vec![
@@ -42,6 +44,7 @@ pub fn envelope() -> Profile {
                     message_field: "error_message".into(),
                 },
                 required: false,
+                field_type: FieldType::String,
             },
             field("error_type", Normalizer::Trim),
             field("error_message", Normalizer::Template),

@@ -45,6 +45,27 @@ impl Normalizer {
     }
 }
 
+/// Which values a text field (the id, a signature field) takes; anything else rejects the row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldType {
+    /// Strings only, as in the seeds' typed records: `"stage": 7` is a rejected row.
+    #[default]
+    String,
+    /// Strings, numbers and booleans, numbers and booleans read as their text (`404`, `true`),
+    /// for dumps whose codes or ids are numbers.
+    Scalar,
+}
+
+impl FieldType {
+    fn parse(name: &str) -> Option<FieldType> {
+        match name {
+            "string" => Some(FieldType::String),
+            "scalar" => Some(FieldType::Scalar),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SignatureField {
     /// The field's name in the dump, and in the report.
@@ -52,12 +73,14 @@ pub struct SignatureField {
     pub normalizer: Normalizer,
     /// A missing or null required field rejects the row; an optional one reads as "".
     pub required: bool,
+    pub field_type: FieldType,
 }
 
 #[derive(Clone, Debug)]
 pub struct Profile {
     pub name: String,
     pub id_field: String,
+    pub id_type: FieldType,
     pub time_field: String,
     pub attempts_field: Option<String>,
     pub signature: Vec<SignatureField>,
@@ -113,6 +136,8 @@ impl Profile {
 struct ProfileFile {
     name: Option<String>,
     id: String,
+    #[serde(default = "default_type")]
+    id_type: String,
     time: String,
     attempts: Option<String>,
     signature: Vec<SignatureFile>,
@@ -129,12 +154,17 @@ struct SignatureFile {
     normalize: String,
     #[serde(default = "default_true")]
     required: bool,
+    #[serde(rename = "type", default = "default_type")]
+    field_type: String,
     type_field: Option<String>,
     message_field: Option<String>,
 }
 
 fn default_normalize() -> String {
     "trim".into()
+}
+fn default_type() -> String {
+    "string".into()
 }
 fn default_true() -> bool {
     true
@@ -168,8 +198,14 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
                 s.field
             ),
         };
-        signature.push(SignatureField { field: s.field, normalizer, required: s.required });
+        let Some(field_type) = FieldType::parse(&s.field_type) else {
+            bail!("profile {origin}: field `{}`: unknown type `{}` (expected string or scalar)", s.field, s.field_type);
+        };
+        signature.push(SignatureField { field: s.field, normalizer, required: s.required, field_type });
     }
+    let Some(id_type) = FieldType::parse(&file.id_type) else {
+        bail!("profile {origin}: unknown id_type `{}` (expected string or scalar)", file.id_type);
+    };
     let names: Vec<&str> = signature.iter().map(|s| s.field.as_str()).collect();
     if let Some(r) = &file.reason {
         if !names.contains(&r.as_str()) {
@@ -188,6 +224,7 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
         classifier: Arc::default(),
         name: file.name.unwrap_or_else(|| origin.to_string()),
         id_field: file.id,
+        id_type,
         time_field: file.time,
         attempts_field: file.attempts,
         signature,
