@@ -9,6 +9,7 @@ mod crosscheck;
 mod gen;
 mod html;
 mod inputs;
+mod manifest;
 mod postgres;
 mod postmortem;
 mod profiles;

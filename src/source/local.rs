@@ -10,53 +10,50 @@ use walkdir::WalkDir;
 
 use super::{Compression, Format, Input, Location};
 
-/// Expands the command line's inputs, in the order given; a file named twice is read once.
+/// Expands the command line's inputs into concrete ones, sorted by name (byte order) so that
+/// results never depend on the order they were given in; a file named twice is read once.
 pub fn resolve_inputs(args: &[String]) -> Result<Vec<Input>> {
-    let mut inputs = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stdin_seen = false;
-    let mut seen_urls = HashSet::new();
+    // Each input with what makes it the same file: its canonical path, or its URL.
+    let mut found: Vec<(Input, String)> = Vec::new();
     for arg in args {
         if arg == "-" {
-            if !stdin_seen {
-                inputs.push(Input { display: "<stdin>".into(), location: Location::Stdin, format: Format::Jsonl(Compression::None), size: None });
-            }
-            stdin_seen = true;
+            let stdin = Input { display: "<stdin>".into(), location: Location::Stdin, format: Format::Jsonl(Compression::None), size: None };
+            found.push((stdin, "-".into()));
             continue;
         }
         if arg.starts_with("s3://") {
-            for input in super::s3::resolve(arg)? {
-                if seen_urls.insert(input.display.clone()) {
-                    inputs.push(input);
-                }
-            }
+            found.extend(super::s3::resolve(arg)?.into_iter().map(|input| {
+                let url = input.display.clone();
+                (input, url)
+            }));
             continue;
         }
         let path = Path::new(arg);
-        let mut found = Vec::new();
+        let mut files = Vec::new();
         if path.exists() {
-            collect(path, true, &mut found)?;
+            collect(path, true, &mut files)?;
         } else if arg.contains(['*', '?', '[']) {
             let matches = glob::glob(arg).with_context(|| format!("invalid glob pattern `{arg}`"))?;
             for entry in matches {
                 let entry = entry.with_context(|| format!("reading matches of `{arg}`"))?;
-                collect(&entry, false, &mut found)?;
+                collect(&entry, false, &mut files)?;
             }
-            if found.is_empty() {
+            if files.is_empty() {
                 bail!("{arg}: no dump files match this pattern");
             }
         } else {
             bail!("{arg}: no such file or directory");
         }
-        for (path, format) in found {
+        for (path, format) in files {
             let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
-            if seen.insert(canonical) {
-                let size = std::fs::metadata(&path).ok().map(|m| m.len());
-                inputs.push(Input { display: path.display().to_string(), location: Location::Path(path), format, size });
-            }
+            let size = std::fs::metadata(&path).ok().map(|m| m.len());
+            let input = Input { display: path.display().to_string(), location: Location::Path(path), format, size };
+            found.push((input, canonical.to_string_lossy().into_owned()));
         }
     }
-    Ok(inputs)
+    found.sort_by(|a, b| a.0.display.cmp(&b.0.display).then_with(|| a.1.cmp(&b.1)));
+    let mut seen = HashSet::new();
+    Ok(found.into_iter().filter(|(_, same)| seen.insert(same.clone())).map(|(input, _)| input).collect())
 }
 
 /// A file named explicitly is read whatever its name; inside directories only dump files

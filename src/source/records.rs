@@ -1,5 +1,5 @@
-//! Whole records in input order, for tools that carry each message forward (`plan`). Pieces
-//! are parsed in parallel batches and handed on in order, so memory stays bounded.
+//! Whole records in order (inputs by name, then line or row), for tools that carry each
+//! message forward (`plan`). Pieces are parsed in parallel batches and handed on in order.
 
 use std::fs::File;
 
@@ -36,9 +36,9 @@ impl Record<'_> {
 }
 
 impl Scan<'_> {
-    /// Calls `map` on every accepted row (in parallel) and `sink` on the results in input
-    /// order: files as given, lines or rows in file order. The sink runs on its own thread,
-    /// so writing one batch overlaps parsing the next.
+    /// Calls `map` on every accepted row (in parallel) and `sink` on the results in order:
+    /// inputs as resolved (by name), lines or rows in file order. The sink runs on its own
+    /// thread, so writing one batch overlaps parsing the next.
     pub fn records<T, F, S>(&self, inputs: &[Input], map: F, mut sink: S) -> Result<Tally>
     where
         T: Send,
