@@ -95,6 +95,17 @@ fn plan_decides_per_the_gate_and_keys_match_the_seed() {
     });
     let digest = String::from_utf8(out.unwrap().stdout).unwrap();
     assert_eq!(header["entries_sha256"], digest.split_whitespace().next().unwrap());
+    // manifest_sha256 seals the header's canonical JSON (which holds entries_sha256),
+    // recomputed here by Python's json module.
+    let canonical = "import hashlib, json, sys\nh = json.loads(open(sys.argv[1], encoding='utf-8').readline())\nsealed = h.pop('manifest_sha256')\n\
+                     text = json.dumps(h, sort_keys=True, separators=(',', ':'), ensure_ascii=False)\n\
+                     print(sealed, hashlib.sha256(text.encode('utf-8')).hexdigest())\n";
+    let out = Command::new("python3").arg("-c").arg(canonical).arg(dir.join("manifest.jsonl")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (sealed, python) = text.trim().split_once(' ').unwrap();
+    assert_eq!(sealed, python);
+    assert_eq!(header["manifest_sha256"], sealed);
 
     // Same inputs, same policy: the same entries byte for byte; `show` renders the review.
     std::fs::rename(dir.join("manifest.jsonl"), dir.join("first.jsonl")).unwrap();
@@ -103,6 +114,8 @@ fn plan_decides_per_the_gate_and_keys_match_the_seed() {
     assert_eq!(&first[first.find('\n').unwrap()..], &dir.read("manifest.jsonl")[dir.read("manifest.jsonl").find('\n').unwrap()..]);
     let show = dir.command().args(["show", "manifest.jsonl"]).ok();
     assert!(show.contains(header["entries_sha256"].as_str().unwrap()), "{show}");
+    let sealed: Value = serde_json::from_str(dir.read("manifest.jsonl").lines().next().unwrap()).unwrap();
+    assert!(show.contains(&format!("digest    {}", sealed["manifest_sha256"].as_str().unwrap())), "{show}");
     assert!(show.lines().any(|l| l.starts_with("inference") && l.contains("low_confidence")), "{show}");
 }
 
@@ -111,11 +124,22 @@ fn replay_revision_changes_the_key_so_a_fixed_reprocess_is_not_blocked() {
     let dir = Dir::new();
     dump(&dir);
     dir.create("policy.toml", "max_attempts = 3\ncleared_reasons = [\"timeout\", \"schema_invalid\"]\nreplay_revision = \"det-v8.1\"\n");
-    plan(&dir);
+    let (_, entries) = plan(&dir);
     let out = Command::new(python()).arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).arg("det-v8.1").output().unwrap();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pairs = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(pairs.lines().count(), 60);
+    for line in pairs.lines() {
         let (ours, seeds) = line.split_once(' ').unwrap();
-        assert_eq!(ours, seeds);
+        assert_eq!(ours, seeds, "the key is the seed's over the replay revision");
+    }
+    // The message's own revision gives other keys: the reprocess under det-v8.1 is new work.
+    let out = Command::new(python()).arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let old_keys: HashSet<String> = String::from_utf8(out.stdout).unwrap().lines().map(|l| l.split_once(' ').unwrap().1.to_string()).collect();
+    assert_eq!(old_keys.len(), 60);
+    for e in &entries {
+        assert!(!old_keys.contains(e["key"].as_str().unwrap()), "key {} is the det-v8.0 key", e["key"]);
     }
 }
 
@@ -125,7 +149,7 @@ fn seed_items_3_to_5_replay_once_poison_is_quarantined_once_and_never_sent() {
     dump(&dir);
     let (header, entries) = plan(&dir);
     let stage = Stage::start();
-    let digest = header["entries_sha256"].as_str().unwrap();
+    let digest = header["manifest_sha256"].as_str().unwrap();
 
     let first = execute(&dir, &stage, &["--expect-digest", digest, "--report", "report.json"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
@@ -191,6 +215,9 @@ fn altered_truncated_or_unreviewed_manifests_are_refused_with_nothing_sent() {
     let run = execute(&dir, &stage, &["--expect-digest", "00ff"]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("is not the reviewed 00ff"), "{}", run.stderr);
+    // entries_sha256 alone is not the approval: it does not seal the header.
+    let header: Value = serde_json::from_str(original.lines().next().unwrap()).unwrap();
+    assert_eq!(execute(&dir, &stage, &["--expect-digest", header["entries_sha256"].as_str().unwrap()]).code, 1);
 
     assert!(stage.keys().is_empty());
     assert!(!dir.join("quarantine.jsonl").exists() || quarantined(&dir).is_empty());

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use dlqf::execute::target::Retry;
 use dlqf::execute::{self, quarantine, target, Options};
 use dlqf::manifest::Manifest;
@@ -51,7 +51,8 @@ pub struct Args {
     #[arg(long, value_name = "SINK")]
     quarantine: String,
 
-    /// Refuse the manifest unless its entries_sha256 is this (the digest you reviewed).
+    /// Refuse the manifest unless its manifest_sha256 is this (the digest you reviewed, which
+    /// `plan` and `show` print).
     #[arg(long, value_name = "HEX")]
     expect_digest: Option<String>,
 
@@ -96,18 +97,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.concurrency == 0 || args.rate.is_some_and(|r| r <= 0.0) || !(0.0..=1.0).contains(&args.max_failure_ratio) || args.timeout <= 0.0 || args.lease <= 0.0 {
         return Err(UsageError("--concurrency, --rate, --timeout and --lease must be positive; --max-failure-ratio between 0 and 1".into()).into());
     }
-    let manifest = Manifest::open_verified(&args.manifest)?;
-    if let Some(expected) = &args.expect_digest {
-        if !expected.eq_ignore_ascii_case(&manifest.header.entries_sha256) {
-            bail!(
-                "{}: digest {} is not the reviewed {expected}; nothing was sent",
-                args.manifest.display(),
-                manifest.header.entries_sha256
-            );
-        }
-    }
+    let mut manifest = Manifest::open_verified(&args.manifest, args.expect_digest.as_deref())?;
     let (report, stopped) = if args.dry_run {
-        (execute::dry_run(&manifest, &args.ledger).map_err(|e| hide_secret(e, &args.ledger))?, None)
+        (execute::dry_run(&mut manifest, &args.ledger).map_err(|e| hide_secret(e, &args.ledger))?, None)
     } else {
         let retry = Retry { attempts: args.retries.max(1), backoff: Duration::from_millis(100), timeout: Duration::from_secs_f64(args.timeout) };
         let target = target::parse(&args.target, retry).map_err(|e| UsageError(format!("{e:#}")))?;
@@ -120,7 +112,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             lease_ms: (args.lease * 1000.0) as i64,
         };
         let progress = Progress::for_count(manifest.header.entries, !args.no_progress);
-        let run = execute::execute(&manifest, &args.ledger, target.as_ref(), quarantine.as_ref(), &options, &progress)
+        let run = execute::execute(&mut manifest, &args.ledger, target.as_ref(), quarantine.as_ref(), &options, &progress)
             .map_err(|e| hide_secret(e, &args.ledger))?;
         (run.report, run.stopped)
     };

@@ -1,18 +1,15 @@
 //! `dlqf plan`: write a replay manifest for review.
 
-use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, Sealer};
+use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, ManifestWriter};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::plan::summary::Review;
 use dlqf::plan::{entry_line, Planner};
 use dlqf::source::{Input, Location, Window};
-use dlqf::temp::TempFile;
 use dlqf::timestamp;
 
 use super::inputs::InputArgs;
@@ -20,10 +17,12 @@ use super::show::SummaryFormat;
 use super::UsageError;
 
 /// Write a replay manifest for review: every message with its idempotency key and the gate's
-/// decision (replay, poison_attempts, poison_uncleared), sealed by a SHA-256 digest.
+/// decision (replay, poison_attempts, poison_uncleared) and attempt cap, sealed by a SHA-256
+/// digest of the whole manifest (manifest_sha256: header and entries).
 ///
-/// The same inputs and policy give the same entries, byte for byte. Review it with
-/// `dlqf show`, then run it with `dlqf execute --expect-digest <digest>`.
+/// Entries follow the inputs in name order, then line or row, whatever order they were named
+/// in: the same inputs and policy give the same entries, byte for byte. Review it with
+/// `dlqf show`, then run it with `dlqf execute --expect-digest <manifest_sha256>`.
 ///
 /// Policy (TOML): max_attempts = 3, cleared_reasons = ["timeout"], cleared_signatures =
 /// [{stage = "ingestion", reject_reason = "schema_invalid"}], clear_all = false,
@@ -89,20 +88,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         policy: serde_json::to_value(&policy)?,
         fixes: if fixes.fix.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&fixes)? },
         classification: if policy.routing { serde_json::to_value(prepared.layout.classifier())? } else { serde_json::Value::Null },
-        counts: DecisionCounts { replay: u64::MAX, poison_attempts: u64::MAX, poison_uncleared: u64::MAX },
-        rejected: u64::MAX,
-        entries: u64::MAX,
-        entries_sha256: "0".repeat(64),
+        counts: DecisionCounts::default(),
+        rejected: 0,
+        entries: 0,
+        entries_sha256: String::new(),
+        manifest_sha256: String::new(),
     };
-    // The header comes first but is known last: reserve its widest form (JSON allows the
-    // trailing spaces that pad it), stream the entries once, then fill it in.
-    let reserved = serde_json::to_vec(&header)?.len();
-    let tmp = TempFile::in_dir(dir);
-    let file = File::create(tmp.path()).with_context(|| format!("{}: cannot create", tmp.path().display()))?;
-    let mut writer = BufWriter::with_capacity(1 << 20, file);
-    writer.write_all(&vec![b' '; reserved])?;
-    writer.write_all(b"\n")?;
-    let mut sealer = Sealer::default();
+    let mut writer = ManifestWriter::create(dir, header)?;
     let mut review = Review::default();
     let tally = prepared.scan().records(
         &prepared.inputs,
@@ -110,27 +102,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         |entry| {
             if let Some((line, signature, decision)) = entry {
                 review.add(&signature, decision);
-                sealer.seal(&line, decision);
-                writer.write_all(&line)?;
+                writer.write(&line, decision)?;
             }
             Ok(())
         },
     )?;
-    let mut file = writer.into_inner().map_err(|e| e.into_error())?;
     prepared.check_rejects(&tally)?;
-
-    let header = Header {
-        counts: sealer.counts.clone(),
-        rejected: tally.rejected,
-        entries: sealer.entries,
-        entries_sha256: sealer.digest(),
-        ..header
-    };
-    let mut line = serde_json::to_vec(&header)?;
-    line.resize(reserved, b' ');
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(&line)?;
-    drop(file);
+    let (header, tmp) = writer.finish(tally.rejected)?;
     if to_s3 {
         dlqf::source::s3::upload_file(&args.output.to_string_lossy(), tmp.path())?;
     } else {

@@ -9,8 +9,9 @@ use dlqf::plan::summary::Review;
 
 /// Summarise a replay manifest for review: digest, counts per decision and per signature.
 ///
-/// The manifest's entries are checked against its digest first; an altered or truncated
-/// manifest is an error.
+/// The header and entries are checked against their digests first; an altered or truncated
+/// manifest is an error. The digest printed (manifest_sha256) is the one to approve:
+/// `dlqf execute --expect-digest` refuses any other manifest.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The manifest written by `dlqf plan`.
@@ -27,7 +28,7 @@ pub enum SummaryFormat {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let manifest = Manifest::open_verified(&args.manifest)?;
+    let mut manifest = Manifest::open_verified(&args.manifest, None)?;
     let mut review = Review::default();
     for entry in manifest.entries()? {
         let entry = entry?;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::manifest::{Decision, Entry, Manifest};
 use crate::progress::Progress;
@@ -73,7 +73,6 @@ struct Shared<'a> {
     target: &'a dyn Target,
     quarantine: &'a dyn Sink,
     manifest: String,
-    max_attempts: i64,
     options: &'a Options,
     next_slot: Mutex<Instant>,
     attempts: AtomicU64,
@@ -85,7 +84,7 @@ struct Shared<'a> {
 
 /// Runs every entry of a verified manifest through the gate, the ledger (`--ledger` spec) and
 /// the target.
-pub fn execute(manifest: &Manifest, ledger: &str, target: &dyn Target, quarantine: &dyn Sink, options: &Options, progress: &Progress) -> Result<Run> {
+pub fn execute(manifest: &mut Manifest, ledger: &str, target: &dyn Target, quarantine: &dyn Sink, options: &Options, progress: &Progress) -> Result<Run> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let ledger = runtime.block_on(ledger::open(ledger, options.lease_ms))?;
     run_entries(&runtime, manifest, ledger.as_ref(), target, quarantine, options, progress)
@@ -93,7 +92,7 @@ pub fn execute(manifest: &Manifest, ledger: &str, target: &dyn Target, quarantin
 
 fn run_entries(
     runtime: &tokio::runtime::Runtime,
-    manifest: &Manifest,
+    manifest: &mut Manifest,
     ledger: &dyn Ledger,
     target: &dyn Target,
     quarantine: &dyn Sink,
@@ -104,8 +103,7 @@ fn run_entries(
         ledger,
         target,
         quarantine,
-        manifest: manifest.header.entries_sha256.clone(),
-        max_attempts: max_attempts(&manifest.header.policy),
+        manifest: manifest.header.manifest_sha256.clone(),
         options,
         next_slot: Mutex::new(Instant::now()),
         attempts: AtomicU64::new(0),
@@ -191,10 +189,6 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: Vec<F>) 
     .await
 }
 
-fn max_attempts(policy: &Value) -> i64 {
-    policy.get("max_attempts").and_then(Value::as_i64).unwrap_or(crate::manifest::DEFAULT_MAX_ATTEMPTS)
-}
-
 impl Shared<'_> {
     fn count(&self, outcome: Outcome) {
         let mut o = self.outcomes.lock().unwrap();
@@ -212,7 +206,7 @@ impl Shared<'_> {
     async fn handle(&self, entry: &Entry) -> Result<Outcome> {
         match entry.decision {
             Decision::PoisonAttempts => {
-                self.quarantine(entry, Outcome::PoisonAttempts, format!("attempts {}: at or over the plan's cap (see the manifest's policy and classification)", entry.attempts)).await
+                self.quarantine(entry, Outcome::PoisonAttempts, format!("attempts {} >= max {}", entry.attempts, entry.max_attempts)).await
             }
             Decision::PoisonUncleared => {
                 self.quarantine(entry, Outcome::PoisonUncleared, "signature not cleared for replay".into()).await
@@ -220,8 +214,8 @@ impl Shared<'_> {
             Decision::Replay => match self.ledger.claim(&entry.key, Purpose::Replay, &self.manifest).await? {
                 Claim::Done | Claim::Quarantined => Ok(Outcome::Skipped),
                 Claim::Busy => Ok(Outcome::Deferred),
-                Claim::Granted { failures } if failures >= self.max_attempts => {
-                    let detail = format!("replay failed {failures} times (max {})", self.max_attempts);
+                Claim::Granted { failures } if failures >= entry.max_attempts => {
+                    let detail = format!("replay failed {failures} times (max {})", entry.max_attempts);
                     self.quarantine(entry, Outcome::PoisonAttempts, detail).await
                 }
                 Claim::Granted { .. } => self.replay(entry).await,
@@ -284,7 +278,7 @@ impl Shared<'_> {
 }
 
 /// What a run would do, from the ledger's current state, sending and writing nothing.
-pub fn dry_run(manifest: &Manifest, ledger: &str) -> Result<ExecuteReport> {
+pub fn dry_run(manifest: &mut Manifest, ledger: &str) -> Result<ExecuteReport> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let ledger = ledger::open_readonly(ledger).await?;
@@ -292,8 +286,8 @@ pub fn dry_run(manifest: &Manifest, ledger: &str) -> Result<ExecuteReport> {
     })
 }
 
-async fn dry_run_async(manifest: &Manifest, ledger: Option<&dyn Ledger>) -> Result<ExecuteReport> {
-    let max = max_attempts(&manifest.header.policy);
+async fn dry_run_async(manifest: &mut Manifest, ledger: Option<&dyn Ledger>) -> Result<ExecuteReport> {
+    let digest = manifest.header.manifest_sha256.clone();
     let mut o = Outcomes::default();
     for entry in manifest.entries()? {
         let entry = entry?;
@@ -307,9 +301,9 @@ async fn dry_run_async(manifest: &Manifest, ledger: Option<&dyn Ledger>) -> Resu
             _ if finished => o.skipped_idempotent += 1,
             Decision::PoisonAttempts => o.poison_attempts += 1,
             Decision::PoisonUncleared => o.poison_uncleared += 1,
-            Decision::Replay if failures >= max => o.poison_attempts += 1,
+            Decision::Replay if failures >= entry.max_attempts => o.poison_attempts += 1,
             Decision::Replay => o.replayed += 1,
         }
     }
-    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: manifest.header.entries_sha256.clone(), outcomes: o })
+    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o })
 }

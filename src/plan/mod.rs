@@ -1,5 +1,5 @@
 //! `plan`: turns records into a replay manifest for review. Every message gets an idempotency
-//! key and a gate decision; the entries are written in input order and sealed by a digest.
+//! key, a gate decision and its attempt cap; entries follow the inputs in name order.
 
 pub mod fix;
 pub mod policy;
@@ -24,6 +24,7 @@ pub struct PlannedEntry<'a> {
     pub signature: Signature,
     pub id: String,
     pub attempts: i64,
+    pub max_attempts: i64,
     pub record: Record<'a>,
 }
 
@@ -34,11 +35,19 @@ struct EntryHead<'a> {
     signature: &'a Signature,
     id: &'a str,
     attempts: i64,
+    max_attempts: i64,
 }
 
 /// One entry as a manifest line (with its newline), in `Entry`'s field order.
 pub fn entry_line(entry: &PlannedEntry) -> Vec<u8> {
-    let head = EntryHead { key: &entry.key, decision: entry.decision, signature: &entry.signature, id: &entry.id, attempts: entry.attempts };
+    let head = EntryHead {
+        key: &entry.key,
+        decision: entry.decision,
+        signature: &entry.signature,
+        id: &entry.id,
+        attempts: entry.attempts,
+        max_attempts: entry.max_attempts,
+    };
     let mut bytes = serde_json::to_vec(&head).expect("entries serialise");
     bytes.pop();
     bytes.extend_from_slice(b",\"record\":");
@@ -80,6 +89,7 @@ impl Planner<'_> {
         let reason = self.profile.reason_field.as_deref().and_then(|f| signature.get(f));
         let route = self.policy.routing.then(|| self.layout.classifier().routing(&self.layout.category_of(&values)));
         let decision = self.policy.decide(row.facts.attempts, reason, &signature, route);
+        let max_attempts = self.policy.cap(route);
         let key = self.key(&row.facts.id, &signature, &row.record);
         let record = if self.fixes.applies_to(&signature) {
             let mut object = row.record.into_object();
@@ -88,7 +98,7 @@ impl Planner<'_> {
         } else {
             row.record
         };
-        Some(PlannedEntry { key, decision, signature, id: row.facts.id.into_owned(), attempts: row.facts.attempts, record })
+        Some(PlannedEntry { key, decision, signature, id: row.facts.id.into_owned(), attempts: row.facts.attempts, max_attempts, record })
     }
 
     fn key(&self, id: &str, signature: &Signature, record: &Record) -> String {

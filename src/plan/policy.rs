@@ -83,11 +83,7 @@ impl Policy {
     /// `route` is the message's category routing, needed only when `self.routing`.
     pub fn decide(&self, attempts: i64, reason: Option<&str>, signature: &Signature, route: Option<&CategoryRule>) -> Decision {
         let route = route.filter(|_| self.routing);
-        let cap = match (self.max_attempts, route.and_then(|r| r.max_retries)) {
-            (Some(set), Some(category)) => set.min(category),
-            (set, category) => set.or(category).unwrap_or(DEFAULT_MAX_ATTEMPTS),
-        };
-        if attempts >= cap {
+        if attempts >= self.cap(route) {
             return Decision::PoisonAttempts;
         }
         let reason_cleared = reason.is_some_and(|r| self.cleared_reasons.iter().any(|c| *c == r.trim().to_lowercase()));
@@ -96,6 +92,16 @@ impl Policy {
             Decision::Replay
         } else {
             Decision::PoisonUncleared
+        }
+    }
+
+    /// Attempts that make a message poison: the category's `max_retries` under routing, never
+    /// above a `max_attempts` the file sets; else `max_attempts` (default 3). Execute uses the
+    /// same cap, sealed in each entry, for replays that fail.
+    pub fn cap(&self, route: Option<&CategoryRule>) -> i64 {
+        match (self.max_attempts, route.filter(|_| self.routing).and_then(|r| r.max_retries)) {
+            (Some(set), Some(category)) => set.min(category),
+            (set, category) => set.or(category).unwrap_or(DEFAULT_MAX_ATTEMPTS),
         }
     }
 

@@ -35,9 +35,11 @@ impl Review {
 
     pub fn table(&self, header: &Header) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "manifest  {} · {} entries · sha256 {}", header.manifest, header.entries, header.entries_sha256);
+        let _ = writeln!(out, "manifest  {} · {} entries", header.manifest, header.entries);
+        let _ = writeln!(out, "digest    {} (manifest_sha256: approve it with execute --expect-digest)", header.manifest_sha256);
+        let _ = writeln!(out, "entries   sha256 {}", header.entries_sha256);
         let _ = writeln!(out, "created   {} by dlqf {} · profile {} · {} rejected rows", header.created_at, header.tool_version, header.profile, header.rejected);
-        let _ = writeln!(out, "decisions {}", decisions(&header.counts));
+        let _ = writeln!(out, "decisions {}", header.counts);
         let _ = writeln!(out, "policy    {}", header.policy);
         let Some((first, _)) = self.by_signature.iter().next() else {
             return out;
@@ -61,8 +63,8 @@ impl Review {
     pub fn markdown(&self, header: &Header) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "## Replay manifest for review\n");
-        let _ = writeln!(out, "- digest: `{}`", header.entries_sha256);
-        let _ = writeln!(out, "- entries: {} ({}); rejected rows: {}", header.entries, decisions(&header.counts), header.rejected);
+        let _ = writeln!(out, "- digest (manifest_sha256, approve with `execute --expect-digest`): `{}`", header.manifest_sha256);
+        let _ = writeln!(out, "- entries: {} ({}), entries_sha256 `{}`; rejected rows: {}", header.entries, header.counts, header.entries_sha256, header.rejected);
         let _ = writeln!(out, "- created {} by dlqf {}, profile `{}`", header.created_at, header.tool_version, escape(&header.profile));
         let _ = writeln!(out, "- policy: `{}`\n", header.policy.to_string().replace('`', "'"));
         let Some((first, _)) = self.by_signature.iter().next() else {
@@ -79,8 +81,4 @@ impl Review {
         }
         out
     }
-}
-
-fn decisions(c: &DecisionCounts) -> String {
-    format!("replay {}, poison_attempts {}, poison_uncleared {}", c.replay, c.poison_attempts, c.poison_uncleared)
 }

@@ -1,0 +1,186 @@
+//! The replay manifest (`dlqf.manifest/1`): a header line, then one entry per message. It is
+//! the approval: `manifest_sha256` seals every header field, and through `entries_sha256` the
+//! entries, so `execute` runs exactly what a reviewer saw or nothing.
+
+mod read;
+mod write;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::signature::Signature;
+
+pub use read::Manifest;
+pub use write::ManifestWriter;
+
+pub const FORMAT: &str = "dlqf.manifest/1";
+
+/// Failed attempts that make a message poison when the policy does not say.
+pub const DEFAULT_MAX_ATTEMPTS: i64 = 3;
+
+/// What the gate decided for one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Replay,
+    PoisonAttempts,
+    PoisonUncleared,
+}
+
+impl Decision {
+    pub const ALL: [Decision; 3] = [Decision::Replay, Decision::PoisonAttempts, Decision::PoisonUncleared];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Replay => "replay",
+            Decision::PoisonAttempts => "poison_attempts",
+            Decision::PoisonUncleared => "poison_uncleared",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionCounts {
+    pub replay: u64,
+    pub poison_attempts: u64,
+    pub poison_uncleared: u64,
+}
+
+impl DecisionCounts {
+    pub fn add(&mut self, d: Decision) {
+        *self.get_mut(d) += 1;
+    }
+
+    pub fn get(&self, d: Decision) -> u64 {
+        match d {
+            Decision::Replay => self.replay,
+            Decision::PoisonAttempts => self.poison_attempts,
+            Decision::PoisonUncleared => self.poison_uncleared,
+        }
+    }
+
+    fn get_mut(&mut self, d: Decision) -> &mut u64 {
+        match d {
+            Decision::Replay => &mut self.replay,
+            Decision::PoisonAttempts => &mut self.poison_attempts,
+            Decision::PoisonUncleared => &mut self.poison_uncleared,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.replay + self.poison_attempts + self.poison_uncleared
+    }
+}
+
+/// `replay 5, poison_attempts 2, poison_uncleared 1`.
+impl std::fmt::Display for DecisionCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "replay {}, poison_attempts {}, poison_uncleared {}", self.replay, self.poison_attempts, self.poison_uncleared)
+    }
+}
+
+/// One input as it was when the manifest was planned, so a reviewer can tell it is current.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputStamp {
+    pub path: String,
+    pub size: Option<u64>,
+    pub modified: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub manifest: String,
+    pub created_at: String,
+    pub tool_version: String,
+    pub profile: String,
+    pub inputs: Vec<InputStamp>,
+    pub policy: Value,
+    /// The repairs applied at plan time (`--fix`), if any.
+    #[serde(default)]
+    pub fixes: Value,
+    /// The category rules and routing a `routing` policy decided with (else null).
+    #[serde(default)]
+    pub classification: Value,
+    pub counts: DecisionCounts,
+    pub rejected: u64,
+    pub entries: u64,
+    /// SHA-256 of the entry lines (every byte after the header line).
+    pub entries_sha256: String,
+    /// SHA-256 of the header's canonical form without this field (`manifest_digest`): the
+    /// digest a reviewer approves.
+    pub manifest_sha256: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub key: String,
+    pub decision: Decision,
+    pub signature: Signature,
+    pub id: String,
+    pub attempts: i64,
+    /// Failed replays after which execute quarantines the key: the plan's cap for this
+    /// message (a category's under routing), sealed with the entry.
+    pub max_attempts: i64,
+    pub record: Value,
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The seal of a header: SHA-256 of its canonical JSON (every field except `manifest_sha256`,
+/// object keys sorted by code point at every depth, no insignificant whitespace), as Python's
+/// `json.dumps(h, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` writes it.
+pub fn manifest_digest(header: &Map<String, Value>) -> String {
+    let mut text = Vec::new();
+    let sealed: Map<String, Value> = header.iter().filter(|(k, _)| *k != "manifest_sha256").map(|(k, v)| (k.clone(), v.clone())).collect();
+    write_canonical(&Value::Object(sealed), &mut text);
+    hex(&Sha256::digest(&text))
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut fields: Vec<(&String, &Value)> = map.iter().collect();
+            fields.sort_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (key, value)) in fields.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                serde_json::to_writer(&mut *out, key).expect("strings serialise");
+                out.push(b':');
+                write_canonical(value, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => serde_json::to_writer(&mut *out, scalar).expect("scalars serialise"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_ignores_key_order_and_whitespace_but_not_values() {
+        let a: Map<String, Value> = serde_json::from_str(r#"{"b": [1, {"y": "é", "x": null}], "a": "q\"", "manifest_sha256": "x"}"#).unwrap();
+        let b: Map<String, Value> = serde_json::from_str(r#"{"a":"q\"","b":[1,{"x":null,"y":"é"}]}"#).unwrap();
+        assert_eq!(manifest_digest(&a), manifest_digest(&b));
+        // sha256 of `{"a":"q\"","b":[1,{"x":null,"y":"é"}]}` (UTF-8), computed with sha256sum.
+        assert_eq!(manifest_digest(&a), "fc632ffd75a6ef42cd602d7b42a5e1e03bb3f2eb745566b8919c263ef2145dc4");
+        let c: Map<String, Value> = serde_json::from_str(r#"{"a":"q\"","b":[1,{"x":null,"y":"e"}]}"#).unwrap();
+        assert_ne!(manifest_digest(&a), manifest_digest(&c));
+    }
+}

@@ -1,0 +1,158 @@
+//! Opening a manifest for review or execution: one read of the file checks every seal and
+//! keeps a private copy of the bytes checked, so nothing later can run bytes nobody verified.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{hex, manifest_digest, Decision, DecisionCounts, Entry, Header, FORMAT};
+use crate::signature::Signature;
+use crate::temp::TempFile;
+
+/// A verified manifest: its header, and its entries as they were when verified.
+pub struct Manifest {
+    pub header: Header,
+    /// How the manifest is named in messages.
+    name: String,
+    /// The verified bytes, in an unlinked temporary file only this process can reach.
+    copy: File,
+    /// Where the entries start in `copy`.
+    entries_at: u64,
+}
+
+/// What verification reads of each entry: every field an entry needs (so a run never stops
+/// half way on a bad one), and its decision for the counts.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct EntryCheck {
+    key: String,
+    decision: Decision,
+    signature: Signature,
+    id: String,
+    attempts: i64,
+    max_attempts: i64,
+    record: IgnoredAny,
+}
+
+impl Manifest {
+    /// Reads the manifest once, copying it aside while checking that the header matches its
+    /// `manifest_sha256` (and that this is `expected`, the reviewed digest, when given), the
+    /// entries their `entries_sha256`, and the header's counts the entries. Any mismatch is an
+    /// error naming it, before anything is sent.
+    pub fn open_verified(path: &Path, expected: Option<&str>) -> Result<Manifest> {
+        let name = path.display().to_string();
+        let source = File::open(path).with_context(|| format!("{name}: cannot open"))?;
+        let mut reader = BufReader::with_capacity(1 << 20, source);
+        let copy = private_file()?;
+        let mut writer = BufWriter::with_capacity(1 << 20, &copy);
+        let read_error = || format!("{name}: cannot read");
+        let copy_error = || format!("{name}: cannot copy the manifest aside (to {})", std::env::temp_dir().display());
+
+        let mut line = Vec::new();
+        reader.read_until(b'\n', &mut line).with_context(read_error)?;
+        writer.write_all(&line).with_context(copy_error)?;
+        let header = parse_header(&line, &name)?;
+        if let Some(expected) = expected {
+            if !expected.eq_ignore_ascii_case(&header.manifest_sha256) {
+                bail!(
+                    "{name}: manifest_sha256 {} is not the reviewed {expected}: this is a different manifest; nothing was sent",
+                    header.manifest_sha256
+                );
+            }
+        }
+        let entries_at = line.len() as u64;
+
+        let mut digest = Sha256::new();
+        let mut lines = 0u64;
+        let mut counts = DecisionCounts::default();
+        let mut unreadable: Option<String> = None;
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line).with_context(read_error)? == 0 {
+                break;
+            }
+            writer.write_all(&line).with_context(copy_error)?;
+            digest.update(&line);
+            lines += 1;
+            match serde_json::from_slice::<EntryCheck>(&line) {
+                Ok(entry) if line.ends_with(b"\n") => counts.add(entry.decision),
+                Ok(_) => unreadable = unreadable.or(Some(format!("{name}:{}: the last entry has no newline", lines + 1))),
+                Err(e) => unreadable = unreadable.or(Some(format!("{name}:{}: not a manifest entry ({e})", lines + 1))),
+            }
+        }
+        writer.flush().with_context(copy_error)?;
+        drop(writer);
+
+        let digest = hex(&digest.finalize());
+        if digest != header.entries_sha256 {
+            bail!(
+                "{name}: the entries do not match entries_sha256 (the header says {}, the entries hash to {digest}): the manifest was altered or truncated; nothing was sent",
+                header.entries_sha256
+            );
+        }
+        if lines != header.entries {
+            bail!("{name}: the header says {} entries, the file has {lines}; nothing was sent", header.entries);
+        }
+        if let Some(why) = unreadable {
+            bail!("{why}; nothing was sent");
+        }
+        if counts != header.counts {
+            bail!(
+                "{name}: the header's counts ({}) do not match the entries ({}); nothing was sent",
+                header.counts, counts
+            );
+        }
+        Ok(Manifest { header, name, copy, entries_at })
+    }
+
+    /// The entries in order, read from the verified copy.
+    pub fn entries(&mut self) -> Result<impl Iterator<Item = Result<Entry>> + '_> {
+        self.copy.seek(SeekFrom::Start(self.entries_at)).with_context(|| format!("{}: cannot read the verified copy", self.name))?;
+        let name = &self.name;
+        Ok(BufReader::with_capacity(1 << 20, &self.copy).lines().enumerate().map(move |(i, line)| {
+            let line = line.with_context(|| format!("{name}: cannot read the verified copy"))?;
+            serde_json::from_str(&line).with_context(|| format!("{name}:{}: not a manifest entry", i + 2))
+        }))
+    }
+}
+
+/// Parses and checks the header line against its own seal.
+fn parse_header(line: &[u8], name: &str) -> Result<Header> {
+    let fields: Map<String, Value> =
+        serde_json::from_slice(line.trim_ascii_end()).with_context(|| format!("{name}:1: not a dlqf manifest header"))?;
+    match fields.get("manifest").and_then(Value::as_str) {
+        Some(FORMAT) => {}
+        Some(other) => bail!("{name}: manifest format `{other}` is not {FORMAT}"),
+        None => bail!("{name}:1: not a dlqf manifest header (no \"manifest\" field)"),
+    }
+    let Some(sealed) = fields.get("manifest_sha256").and_then(Value::as_str) else {
+        bail!("{name}: the header has no manifest_sha256 (written by an older dlqf?): plan it again; nothing was sent");
+    };
+    let digest = manifest_digest(&fields);
+    if digest != sealed {
+        bail!(
+            "{name}: the header does not match its manifest_sha256 (sealed {sealed}, the header hashes to {digest}): a header field (policy, classification, counts, inputs…) was altered; nothing was sent"
+        );
+    }
+    serde_json::from_value(Value::Object(fields)).with_context(|| format!("{name}:1: not a dlqf manifest header"))
+}
+
+/// A read-write file with no name: removed from its folder at once, it lives as long as the
+/// handle and no other process can open it by path.
+fn private_file() -> Result<File> {
+    let tmp = TempFile::new();
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(tmp.path())
+        .with_context(|| format!("{}: cannot create a private copy of the manifest", tmp.path().display()))?;
+    drop(tmp);
+    Ok(file)
+}
