@@ -215,10 +215,13 @@ impl Layout {
 
     /// The normalised signature values of a key produced by `extract`.
     pub fn finish_signature(&self, key: &[u8]) -> Vec<String> {
-        split_parts(key)
-            .zip(&self.slots)
-            .map(|(raw, slot)| if slot.normalizer.is_per_row() { raw.to_string() } else { slot.normalizer.apply(raw) })
-            .collect()
+        split_parts(key).enumerate().map(|(i, raw)| self.finish_part(i, raw)).collect()
+    }
+
+    /// One signature value of a key, normalised (signature field `index`, as `extract` left it).
+    pub fn finish_part(&self, index: usize, raw: &str) -> String {
+        let normalizer = &self.slots[index].normalizer;
+        if normalizer.is_per_row() { raw.to_string() } else { normalizer.apply(raw) }
     }
 }
 

@@ -234,3 +234,71 @@ fn html_with_top_counts_every_cause() {
     assert!(html.contains("<title>4 other causes — 10</title>"), "{html}");
     assert!(html.contains("the 2 largest of 6"), "{html}");
 }
+
+/// An envelope record on `topic`, failed at `ts`.
+fn envelope_line(id: &str, topic: &str, ts: &str) -> String {
+    json!({"id": id, "original_topic": topic, "original_partition": 0, "original_offset": 1, "original_key": null,
+           "original_value": {}, "original_headers": {}, "error_type": "ValueError", "error_message": "bad",
+           "first_failed_at": ts, "last_failed_at": ts, "retry_count": 0, "consumer_id": "c", "consumer_version": "1"})
+    .to_string()
+}
+
+#[test]
+fn health_per_topic_is_the_seed_monitors_view_and_each_topic_is_health_over_its_messages_alone() {
+    let dir = Dir::new();
+    // payments: 6 failures on three days (critical at 6); orders: 2 on one day; audit: 1.
+    let rows = [
+        ("p1", "payments", "2026-10-01T01:00:00Z"),
+        ("p2", "payments", "2026-10-01T02:00:00Z"),
+        ("p3", "payments", "2026-10-03T02:00:00Z"),
+        ("p4", "payments", "2026-10-03T03:00:00Z"),
+        ("p5", "payments", "2026-10-03T04:00:00Z"),
+        ("p6", "payments", "2026-10-04T04:00:00Z"),
+        ("o1", "orders", "2026-10-02T00:00:00Z"),
+        ("o2", "orders", "2026-10-02T05:00:00Z"),
+        ("a1", "audit", "2026-10-02T00:00:00Z"),
+    ];
+    let lines: Vec<String> = rows.iter().map(|(id, topic, ts)| envelope_line(id, topic, ts)).collect();
+    dir.create("d.jsonl", lines.join("\n") + "\n");
+    let args = ["--profile", "envelope", "--warn", "2", "--critical", "6", "--window-days", "2"];
+    let report = dir.command().args(["health", "d.jsonl", "--format", "json"]).args(args).json();
+    assert_eq!((report["depth"].as_u64(), report["status"].as_str()), (Some(9), Some("critical")));
+    assert_eq!(report["by"], "original_topic", "the envelope's default");
+    let topics = report["topics"].as_array().unwrap();
+    let names: Vec<&str> = topics.iter().map(|t| t["topic"].as_str().unwrap()).collect();
+    assert_eq!(names, ["payments", "orders", "audit"], "depth descending, then name");
+    assert_eq!(
+        topics[0],
+        json!({"topic": "payments", "depth": 6, "per_day": [{"day": "2026-10-01", "count": 2}, {"day": "2026-10-02", "count": 0},
+               {"day": "2026-10-03", "count": 3}, {"day": "2026-10-04", "count": 1}], "growth_per_day": 2.0, "status": "critical"})
+    );
+    assert_eq!(topics[1], json!({"topic": "orders", "depth": 2, "per_day": [{"day": "2026-10-02", "count": 2}], "growth_per_day": 2.0, "status": "warning"}));
+    assert_eq!(topics[2]["status"], "healthy");
+
+    // Each topic is exactly `health` over that topic's messages alone.
+    for (i, topic) in names.iter().enumerate() {
+        let alone: Vec<String> = rows.iter().filter(|r| r.1 == *topic).map(|(id, t, ts)| envelope_line(id, t, ts)).collect();
+        dir.create("alone.jsonl", alone.join("\n") + "\n");
+        let single = dir.command().args(["health", "alone.jsonl", "--format", "json"]).args(args).json();
+        for field in ["depth", "per_day", "growth_per_day", "status"] {
+            assert_eq!(topics[i][field], single[field], "{topic}: {field}");
+        }
+    }
+
+    // The table names the critical topic; --fail-on-critical fires.
+    let run = dir.command().args(["health", "d.jsonl", "--fail-on-critical"]).args(args).expect_code(3);
+    assert!(run.stdout.contains("critical original_topic: payments (depth 6)"), "{}", run.stdout);
+    let csv = dir.command().args(["health", "d.jsonl", "--format", "csv"]).args(args).ok();
+    assert_eq!(csv.lines().next(), Some("day,count,payments,orders,audit"));
+    assert_eq!(csv.lines().nth(2), Some("2026-10-02,3,0,2,1"));
+
+    // --by another signature field; a field that is not one is a usage error naming the fields.
+    let by_type = dir.command().args(["health", "d.jsonl", "--by", "error_type", "--format", "json"]).args(args).json();
+    assert_eq!(by_type["topics"][0]["topic"], "ValueError");
+    let run = dir.command().args(["health", "d.jsonl", "--by", "consumer_id"]).args(args).expect_code(2);
+    assert!(run.stderr.contains("original_topic, error_category, error_type, error_message"), "{}", run.stderr);
+    // The vision profile has no topic: no topics unless asked.
+    dump(&dir, "v.jsonl", &[("1", "r", "2026-10-01T00:00:00Z")]);
+    let vision = dir.command().args(["health", "v.jsonl", "--format", "json"]).json();
+    assert!(vision.get("topics").is_none() && vision.get("by").is_none(), "{vision}");
+}

@@ -1,12 +1,12 @@
 //! `health`: the seed's DLQMonitor over an archive: depth, failures per UTC day, growth per day
-//! over the recent days, and a healthy/warning/critical status for cron and CI.
+//! over the recent days, and a healthy/warning/critical status, for the whole and per topic.
 
 use serde::{Deserialize, Serialize};
 
 use super::rank::share;
 use super::trend::{self, Every, DAY};
 use super::FastMap;
-use crate::signature::RowFacts;
+use crate::signature::{split_parts, Layout, RowFacts};
 use crate::source::Accumulator;
 
 pub const REPORT_ID: &str = "dlqf.health/1";
@@ -29,6 +29,36 @@ impl Accumulator for DailyCounts {
     fn merge(&mut self, other: Self) {
         for (day, n) in other.days {
             *self.days.entry(day).or_insert(0) += n;
+        }
+    }
+}
+
+/// Failures per UTC day of each value of one signature field (the DLQ topic), keyed by the
+/// value as read; `Layout::finish_part` normalises it when the report is built.
+pub struct TopicDays {
+    /// The field's position in the signature.
+    pub part: usize,
+    pub topics: FastMap<String, DailyCounts>,
+}
+
+impl TopicDays {
+    pub fn new(part: usize) -> TopicDays {
+        TopicDays { part, topics: FastMap::default() }
+    }
+}
+
+impl Accumulator for TopicDays {
+    fn add(&mut self, signature_key: &[u8], row: &RowFacts) {
+        let topic = split_parts(signature_key).nth(self.part).expect("the key has every signature part");
+        if let Some(days) = self.topics.get_mut(topic) {
+            return days.add(signature_key, row);
+        }
+        self.topics.entry(topic.to_string()).or_default().add(signature_key, row);
+    }
+
+    fn merge(&mut self, other: Self) {
+        for (topic, days) in other.topics {
+            self.topics.entry(topic).or_default().merge(days);
         }
     }
 }
@@ -74,6 +104,29 @@ pub struct HealthReport {
     pub critical: u64,
     pub window_days: usize,
     pub rejected: u64,
+    /// The field the topics are values of (with `--by`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Each topic's health, exactly as the whole is computed but over its failures alone;
+    /// depth descending, then name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topics: Option<Vec<TopicHealth>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TopicHealth {
+    pub topic: String,
+    pub depth: u64,
+    pub per_day: Vec<DayCount>,
+    pub growth_per_day: f64,
+    pub status: Status,
+}
+
+impl HealthReport {
+    /// Whether the whole or any topic is critical.
+    pub fn any_critical(&self) -> bool {
+        self.status == Status::Critical || self.topics.iter().flatten().any(|t| t.status == Status::Critical)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -88,29 +141,51 @@ pub struct HealthOptions {
     pub window_days: usize,
 }
 
-/// Lays the counts over every day from the first failure to the last (empty days count 0).
-pub fn build(counts: DailyCounts, rejected: u64, options: &HealthOptions) -> anyhow::Result<HealthReport> {
-    let per_day: Vec<DayCount> = match (counts.days.keys().min().copied(), counts.days.keys().max().copied()) {
-        (Some(first), Some(last)) => {
-            trend::check_span(first * DAY, last * DAY, Every::Day)?;
-            (first..=last).map(|day| DayCount { day: day_name(day), count: counts.days.get(&day).copied().unwrap_or(0) }).collect()
+/// The whole's health, and each topic's when `topics` is given (with the field's name).
+pub fn build(counts: DailyCounts, topics: Option<(String, TopicDays)>, layout: &Layout, rejected: u64, options: &HealthOptions) -> anyhow::Result<HealthReport> {
+    let whole = TopicHealth::of(String::new(), &counts, options)?;
+    let (by, topics) = match topics {
+        Some((field, days)) => {
+            let mut merged: FastMap<String, DailyCounts> = FastMap::default();
+            for (raw, counts) in days.topics {
+                merged.entry(layout.finish_part(days.part, &raw)).or_default().merge(counts);
+            }
+            let mut topics = merged.into_iter().map(|(topic, counts)| TopicHealth::of(topic, &counts, options)).collect::<anyhow::Result<Vec<_>>>()?;
+            topics.sort_by(|a, b| b.depth.cmp(&a.depth).then_with(|| a.topic.cmp(&b.topic)));
+            (Some(field), Some(topics))
         }
-        _ => Vec::new(),
+        None => (None, None),
     };
-    let depth = per_day.iter().map(|d| d.count).sum();
-    let recent = &per_day[per_day.len().saturating_sub(options.window_days)..];
-    let growth_per_day = share(recent.iter().map(|d| d.count).sum(), recent.len() as u64);
     Ok(HealthReport {
         report: REPORT_ID.into(),
-        depth,
-        per_day,
-        growth_per_day,
-        status: Status::of(depth, options.warn, options.critical),
+        depth: whole.depth,
+        per_day: whole.per_day,
+        growth_per_day: whole.growth_per_day,
+        status: whole.status,
         warn: options.warn,
         critical: options.critical,
         window_days: options.window_days,
         rejected,
+        by,
+        topics,
     })
+}
+
+impl TopicHealth {
+    /// Lays the counts over every day from the first failure to the last (empty days count 0).
+    fn of(topic: String, counts: &DailyCounts, options: &HealthOptions) -> anyhow::Result<TopicHealth> {
+        let per_day: Vec<DayCount> = match (counts.days.keys().min().copied(), counts.days.keys().max().copied()) {
+            (Some(first), Some(last)) => {
+                trend::check_span(first * DAY, last * DAY, Every::Day)?;
+                (first..=last).map(|day| DayCount { day: day_name(day), count: counts.days.get(&day).copied().unwrap_or(0) }).collect()
+            }
+            _ => Vec::new(),
+        };
+        let depth = per_day.iter().map(|d| d.count).sum();
+        let recent = &per_day[per_day.len().saturating_sub(options.window_days)..];
+        let growth_per_day = share(recent.iter().map(|d| d.count).sum(), recent.len() as u64);
+        Ok(TopicHealth { topic, depth, per_day, growth_per_day, status: Status::of(depth, options.warn, options.critical) })
+    }
 }
 
 /// `YYYY-MM-DD` for days since 1970-01-01.
@@ -134,7 +209,8 @@ mod tests {
     fn days_are_contiguous_and_growth_is_the_recent_mean() {
         let mut counts = DailyCounts::default();
         counts.days.extend([(20_000, 4), (20_003, 2), (20_004, 1)]);
-        let report = build(counts, 0, &HealthOptions { warn: 5, critical: 100, window_days: 2 }).unwrap();
+        let layout = Layout::new(&crate::profile::Profile::load("vision").unwrap());
+        let report = build(counts, None, &layout, 0, &HealthOptions { warn: 5, critical: 100, window_days: 2 }).unwrap();
         let days: Vec<(&str, u64)> = report.per_day.iter().map(|d| (d.day.as_str(), d.count)).collect();
         assert_eq!(days, [("2024-10-04", 4), ("2024-10-05", 0), ("2024-10-06", 0), ("2024-10-07", 2), ("2024-10-08", 1)]);
         assert_eq!(report.depth, 7);

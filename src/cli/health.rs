@@ -4,17 +4,22 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use dlqf::analyze::health::{self, DailyCounts, HealthOptions, Status, DEFAULT_CRITICAL, DEFAULT_WARN, DEFAULT_WINDOW_DAYS};
+use dlqf::analyze::health::{self, DailyCounts, HealthOptions, TopicDays, DEFAULT_CRITICAL, DEFAULT_WARN, DEFAULT_WINDOW_DAYS};
+use dlqf::source::Window;
 use dlqf::report::{self, OutputFormat};
 
 use super::inputs::{InputArgs, OutputArgs};
 use super::{UsageError, EXIT_ALERT};
 
-/// Depth, failures per UTC day, growth per day and a healthy/warning/critical status.
+/// Depth, failures per UTC day, growth per day and a healthy/warning/critical status, for the
+/// whole archive and per DLQ topic.
 ///
 /// Depth is the number of failures read (after --since/--until). At --critical or more the
 /// status is critical, at --warn or more warning, else healthy. Growth is the mean number of
 /// failures per day over the last --window-days days that have any span (empty days count 0).
+/// With --by (default for the envelope profile: original_topic) each value of that field is
+/// a topic with its own depth, days, growth and status, computed as the whole is but over
+/// its failures alone; --fail-on-critical then fires when any topic or the whole is critical.
 ///
 /// Examples:
 ///   dlqf health dumps/ --since 7d
@@ -41,7 +46,12 @@ pub struct Args {
     #[arg(long, default_value_t = DEFAULT_WINDOW_DAYS, value_name = "N")]
     window_days: usize,
 
-    /// Exit 3 when the status is critical.
+    /// Also report each value of this signature field as a topic [default: the profile's
+    /// topic field, envelope: original_topic].
+    #[arg(long, value_name = "FIELD")]
+    by: Option<String>,
+
+    /// Exit 3 when the whole or any topic is critical.
     #[arg(long)]
     fail_on_critical: bool,
 }
@@ -55,9 +65,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return Err(UsageError("--window-days must be at least 1".into()).into());
     }
     let format = args.output.format()?;
-    let loaded = args.input.load(DailyCounts::default)?;
+    let prepared = args.input.prepare(Window::default())?;
+    let fields = prepared.profile.signature_names();
+    let by = args.by.clone().or_else(|| prepared.profile.topic_field.clone().filter(|f| fields.contains(f)));
+    let part = match &by {
+        Some(field) => Some(fields.iter().position(|f| f == field).ok_or_else(|| {
+            UsageError(format!("--by {field}: not a signature field of profile {} (fields: {})", prepared.profile.name, fields.join(", ")))
+        })?),
+        None => None,
+    };
+    let (acc, tally) = prepared.scan().run(&prepared.inputs, || (DailyCounts::default(), part.map(TopicDays::new)))?;
+    prepared.check_rejects(&tally)?;
+    let (whole, topics) = acc;
     let options = HealthOptions { warn, critical: args.critical, window_days: args.window_days };
-    let health = health::build(loaded.acc, loaded.tally.rejected, &options)?;
+    let health = health::build(whole, by.zip(topics), &prepared.layout, tally.rejected, &options)?;
     let bytes = match format {
         OutputFormat::Table => report::table::health(&health),
         OutputFormat::Json => report::json::render(&health)?,
@@ -66,6 +87,5 @@ pub fn run(args: Args) -> Result<ExitCode> {
         other => return Err(UsageError(format!("health has no {} output", other.name())).into()),
     };
     report::write_output(args.output.output.as_deref(), &bytes)?;
-    let critical = health.status == Status::Critical;
-    Ok(if args.fail_on_critical && critical { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
+    Ok(if args.fail_on_critical && health.any_critical() { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
 }

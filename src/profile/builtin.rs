@@ -22,6 +22,7 @@ pub fn vision() -> Profile {
         key_fields: vec!["stage".into(), "registry_revision".into()],
         revision_field: Some("registry_revision".into()),
         reason_field: Some("reject_reason".into()),
+        topic_field: None,
         category: CategorySource::Classify { type_field: None, message_field: "reject_reason".into() },
         classifier: Default::default(),
     }
@@ -52,6 +53,7 @@ pub fn envelope() -> Profile {
         key_fields: vec!["original_topic".into(), "consumer_version".into()],
         revision_field: Some("consumer_version".into()),
         reason_field: Some("error_type".into()),
+        topic_field: Some("original_topic".into()),
         category: CategorySource::Field("error_category".into()),
         classifier: Default::default(),
     }

@@ -91,6 +91,8 @@ pub struct Profile {
     pub revision_field: Option<String>,
     /// The signature field holding the failure reason (what `cleared_reasons` matches).
     pub reason_field: Option<String>,
+    /// The field naming the topic a message failed on (health's default `--by`).
+    pub topic_field: Option<String>,
     /// Where a bucket's error category comes from.
     pub category: CategorySource,
     pub classifier: Arc<classify::Classifier>,
@@ -144,6 +146,7 @@ struct ProfileFile {
     idempotency_key: Option<Vec<String>>,
     revision: Option<String>,
     reason: Option<String>,
+    topic: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -231,6 +234,7 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
         key_fields,
         revision_field: file.revision,
         reason_field: file.reason,
+        topic_field: file.topic,
     })
 }
 

@@ -77,11 +77,15 @@ pub fn diff(report: &DiffReport) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// One row per day of the whole; with topics, one more column per topic (its count that day).
 pub fn health(report: &HealthReport) -> Vec<u8> {
+    let topics = report.topics.as_deref().unwrap_or_default();
     let mut out = String::new();
-    push_row(&mut out, ["day".to_string(), "count".into()].into_iter());
+    push_row(&mut out, ["day".to_string(), "count".into()].into_iter().chain(topics.iter().map(|t| text_cell(&t.topic))));
+    let by_day: Vec<std::collections::HashMap<&str, u64>> = topics.iter().map(|t| t.per_day.iter().map(|d| (d.day.as_str(), d.count)).collect()).collect();
     for d in &report.per_day {
-        push_row(&mut out, [d.day.clone(), d.count.to_string()].into_iter());
+        let per_topic = by_day.iter().map(|days| days.get(d.day.as_str()).copied().unwrap_or(0).to_string());
+        push_row(&mut out, [d.day.clone(), d.count.to_string()].into_iter().chain(per_topic));
     }
     out.into_bytes()
 }

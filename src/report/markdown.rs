@@ -110,6 +110,16 @@ pub fn health(report: &HealthReport) -> Vec<u8> {
     let mut out = String::new();
     let _ = writeln!(out, "## DLQ health: {}\n", report.status.name());
     let _ = writeln!(out, "{}.\n", super::health_summary(report));
+    if let Some(line) = super::critical_topics(report) {
+        let _ = writeln!(out, "**{}**\n", escape(&line));
+    }
+    if let (Some(by), Some(topics)) = (&report.by, &report.topics) {
+        table_head(&mut out, &[escape(by), "status".into(), "depth".into(), "growth/day".into()], 0);
+        for t in topics {
+            let _ = writeln!(out, "| {} | {} | {} | {} |", escape(&t.topic), t.status.name(), t.depth, t.growth_per_day);
+        }
+        out.push('\n');
+    }
     table_head(&mut out, &["day".into(), "count".into()], 0);
     for d in &report.per_day {
         let _ = writeln!(out, "| {} | {} |", d.day, d.count);

@@ -114,6 +114,14 @@ pub fn health_summary(report: &crate::analyze::health::HealthReport) -> String {
     )
 }
 
+/// The sentence naming critical topics of a health report, if any.
+pub fn critical_topics(report: &crate::analyze::health::HealthReport) -> Option<String> {
+    use crate::analyze::health::Status;
+    let critical: Vec<String> =
+        report.topics.iter().flatten().filter(|t| t.status == Status::Critical).map(|t| format!("{} (depth {})", t.topic, t.depth)).collect();
+    (!critical.is_empty()).then(|| format!("critical {}: {}", report.by.as_deref().unwrap_or("topic"), critical.join(", ")))
+}
+
 /// Shares as percentages with two decimals, for people.
 pub fn percent(share: f64) -> String {
     format!("{:.2}%", share * 100.0)

@@ -143,6 +143,18 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
 pub fn health(report: &HealthReport) -> Vec<u8> {
     let mut out = String::new();
     let _ = writeln!(out, "status {} · {}", report.status.name().to_uppercase(), super::health_summary(report));
+    if let Some(line) = super::critical_topics(report) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let (Some(by), Some(topics)) = (&report.by, &report.topics) {
+        let rows: Vec<Vec<String>> = topics
+            .iter()
+            .map(|t| vec![t.depth.to_string(), t.growth_per_day.to_string(), t.status.name().to_uppercase(), t.topic.clone()])
+            .collect();
+        out.push('\n');
+        out.push_str(&render(&["depth".into(), "growth/day".into(), "status".into(), by.clone()], &rows, 2));
+        out.push('\n');
+    }
     let peak = report.per_day.iter().map(|d| d.count).max().unwrap_or(0).max(1);
     let rows: Vec<Vec<String>> = report
         .per_day
