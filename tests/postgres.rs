@@ -1,8 +1,13 @@
-//! The PostgreSQL ledger: several executors on one manifest share it. `make test` starts a
-//! real server on loopback and passes its URL in DLQF_POSTGRES_URL.
+//! The PostgreSQL ledger: several executors on one manifest share it, and a restart of the
+//! server is survived. `make test` starts a real server on loopback and passes its URL.
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -70,4 +75,82 @@ fn a_wrong_password_fails_clearly_without_printing_it() {
         .expect_code(1);
     assert!(run.stderr.contains("cannot connect"), "{}", run.stderr);
     assert!(!run.stderr.contains("hunter2secret") && !run.stdout.contains("hunter2secret"), "{}", run.stderr);
+}
+
+/// A TCP relay in front of PostgreSQL that can be cut: every connection closed and new ones
+/// dropped at once, as clients see a server restart.
+struct Relay {
+    port: u16,
+    cut: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(upstream: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (cut, open) = (Arc::new(AtomicBool::new(false)), Arc::new(Mutex::new(Vec::new())));
+        let (c, o) = (cut.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if c.load(Ordering::SeqCst) {
+                    continue; // dropped: the server is "down"
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else { continue };
+                o.lock().unwrap().extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+                for (mut from, mut to) in [(client.try_clone().unwrap(), server.try_clone().unwrap()), (server, client)] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Relay { port, cut, open }
+    }
+
+    /// Closes every connection and refuses new ones for `down`.
+    fn restart(&self, down: Duration) {
+        self.cut.store(true, Ordering::SeqCst);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        std::thread::sleep(down);
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+fn port_of(url: &str) -> u16 {
+    url.rsplit(':').next().unwrap().split('/').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_postgres_restart_mid_run_is_survived_and_every_entry_delivered_once() {
+    let dir = Dir::new();
+    let run_id = std::process::id();
+    let text: String =
+        (0..600).map(|i| vision_line(&format!("restart-{run_id}-{i:04}"), "s", "timeout", "v", "2026-10-01T00:00:00Z", 0) + "\n").collect();
+    dir.create("dlq.jsonl", text);
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
+    let url = postgres_url();
+    let relay = Relay::start(port_of(&url));
+    let via_relay = url.replace(&format!(":{}/", port_of(&url)), &format!(":{}/", relay.port));
+    let stage = Stage::start();
+    stage.behaviour.lock().unwrap().delay = Duration::from_millis(5);
+    let args = ["execute", "m.jsonl", "--target", &stage.url, "--ledger", &via_relay, "--quarantine", "file:q.jsonl", "--concurrency", "4"];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while stage.keys().len() < 100 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    relay.restart(Duration::from_secs(2));
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("connection lost") && stderr.contains("reconnected"), "{stderr}");
+    let delivered = stage.delivered();
+    assert_eq!(delivered.len(), 600);
+    assert!(delivered.values().all(|&n| n == 1), "every entry delivered once");
 }

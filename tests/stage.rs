@@ -1,5 +1,6 @@
 //! A real HTTP/1.1 server on loopback standing in for a replay stage: it records every
-//! request's Idempotency-Key and body, and can fail, reject, conflict or slow down per key.
+//! request's Idempotency-Key and body, and can fail, reject, conflict or slow down per key,
+//! and inject faults: 503s at a rate, dropped connections, an outage after N successes.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,11 +15,30 @@ pub struct Behaviour {
     /// Status for every key not in `status`.
     pub default_status: Option<u16>,
     pub delay: Duration,
+    /// Share of requests answered 503 (drawn from a fixed-seed generator).
+    pub fail_rate: f64,
+    /// Share of requests whose connection is closed without an answer.
+    pub drop_rate: f64,
+    /// After this many 2xx answers, every request gets 503 (an outage).
+    pub fail_after: Option<usize>,
+    draws: u64,
+    successes: usize,
+}
+
+impl Behaviour {
+    /// A number in [0, 1) from an LCG with a fixed seed.
+    fn draw(&mut self) -> f64 {
+        self.draws = self.draws.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.draws >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 #[derive(Default)]
 pub struct Seen {
+    /// Every request: its key and body.
     pub requests: Vec<(String, String)>,
+    /// Every request's key and the status answered (0: the connection was dropped).
+    pub answers: Vec<(String, u16)>,
 }
 
 pub struct Stage {
@@ -50,6 +70,28 @@ impl Stage {
     pub fn count(&self, key: &str) -> usize {
         self.seen.lock().unwrap().requests.iter().filter(|(k, _)| k == key).count()
     }
+
+    /// Keys answered 2xx, with how many times each.
+    pub fn delivered(&self) -> HashMap<String, usize> {
+        let mut per_key = HashMap::new();
+        for (k, status) in &self.seen.lock().unwrap().answers {
+            if (200..300).contains(status) {
+                *per_key.entry(k.clone()).or_default() += 1;
+            }
+        }
+        per_key
+    }
+
+    /// Requests not answered 2xx.
+    pub fn failed(&self) -> usize {
+        self.seen.lock().unwrap().answers.iter().filter(|(_, s)| !(200..300).contains(s)).count()
+    }
+}
+
+/// A loopback URL nothing listens on: connections are refused.
+pub fn refused_url() -> String {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    format!("http://127.0.0.1:{port}/replay")
 }
 
 fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behaviour>>) {
@@ -85,13 +127,29 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
             return;
         }
         let (status, delay) = {
-            let b = behaviour.lock().unwrap();
-            (b.status.get(&key).copied().or(b.default_status).unwrap_or(200), b.delay)
+            let mut b = behaviour.lock().unwrap();
+            let mut status = b.status.get(&key).copied().or(b.default_status).unwrap_or(200);
+            let (fail, drop) = (b.draw(), b.draw());
+            if b.fail_after.is_some_and(|n| b.successes >= n) || fail < b.fail_rate {
+                status = 503;
+            } else if drop < b.drop_rate {
+                status = 0;
+            } else if (200..300).contains(&status) {
+                b.successes += 1;
+            }
+            (status, b.delay)
         };
         let body = String::from_utf8_lossy(&body).into_owned();
         assert_eq!(content_type, "application/json", "every replay is JSON");
         std::thread::sleep(delay);
-        seen.lock().unwrap().requests.push((key, body));
+        {
+            let mut seen = seen.lock().unwrap();
+            seen.requests.push((key.clone(), body));
+            seen.answers.push((key, status));
+        }
+        if status == 0 {
+            return; // dropped: the connection closes with no answer
+        }
         let reply = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
         if writer.write_all(reply.as_bytes()).is_err() {
             return;

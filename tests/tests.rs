@@ -6,6 +6,7 @@ mod util;
 mod bad_input;
 mod classification;
 mod crosscheck;
+mod faults;
 mod gen;
 mod html;
 mod inputs;

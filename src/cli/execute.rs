@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
+use dlqf::execute::backoff::Backoff;
+use dlqf::execute::signals::StopSignals;
 use dlqf::execute::target::Retry;
-use dlqf::execute::{self, quarantine, target, Options};
+use dlqf::execute::{self, quarantine, target, ExecuteReport, Options, Stopped};
 use dlqf::manifest::Manifest;
 use dlqf::report;
 use dlqf::progress::Progress;
@@ -15,19 +17,29 @@ use super::{UsageError, EXIT_ALERT};
 
 /// Replay a reviewed manifest: exactly its entries, each at most once in the ledger.
 ///
-/// Takes no planning options: the manifest is the approval. It is refused when its entries do
-/// not match its digest, or (with --expect-digest) when it is not the reviewed one. Keys done
-/// in the ledger are skipped; poison entries go to the quarantine once and never to the
-/// target; a replay that fails is counted against its key and, after the policy's
-/// max_attempts failures, quarantined on the next run instead of looping.
+/// Takes no planning options: the manifest is the approval. It is refused when its header or
+/// entries do not match their digests, or (with --expect-digest) when it is not the reviewed
+/// one. Keys done in the ledger are skipped; poison entries go to the quarantine once and
+/// never to the target.
+///
+/// Failures: a message failure (a 4xx other than 409, a non-zero exit other than 75) counts
+/// against its key; after the entry's max_attempts failures the next run quarantines it. A
+/// target failure (refused connection, DNS or TLS error) never counts against a key. A 5xx,
+/// timeout or exit 75 is the key's failure only when the target served the others (the run
+/// ended normally and the target answered for other messages), else the target's. The storm
+/// guard stops the run when more than --max-failure-ratio of the last --failure-window
+/// deliveries failed; SIGTERM/SIGINT stop it gracefully (in-flight deliveries finish, or are
+/// released after --timeout; a second signal exits at once). What a run leaves is
+/// "unfinished" in the report, for the next run.
 ///
 /// Targets: http(s)://URL (POST JSON with an Idempotency-Key header; 2xx ok, 409 already
-/// done, other 4xx permanent, 5xx and timeouts retried with backoff), exec:CMD ARG… (the
-/// record on stdin, DLQF_IDEMPOTENCY_KEY in the environment, no shell), file:PATH (appends
-/// {"key", "record"} lines). Quarantine: file:PATH or http(s)://URL.
+/// done, other 4xx rejected, 5xx, timeouts and connection errors retried with jittered
+/// backoff), exec:CMD ARG… (the record on stdin, DLQF_IDEMPOTENCY_KEY in the environment, no
+/// shell), file:PATH (appends {"key", "record"} lines, each synced before it counts).
+/// Quarantine: file:PATH or http(s)://URL.
 ///
 /// Exit codes: 0 all done, 1 error (nothing sent for a refused manifest), 3 some replays
-/// failed or the storm guard stopped the run.
+/// failed or entries are left for a later run, 130/143 stopped by SIGINT/SIGTERM.
 ///
 /// Example:
 ///   dlqf execute manifest.jsonl --expect-digest 3f2a… --target https://stage/replay \
@@ -43,7 +55,8 @@ pub struct Args {
     target: String,
 
     /// The ledger: a SQLite file path, or postgres://USER:PASSWORD@HOST:PORT/DB to share one
-    /// ledger between executors on several hosts.
+    /// ledger between executors on several hosts (?sslmode=require|verify-ca|verify-full,
+    /// &sslrootcert=CA.pem or system, as libpq reads them).
     #[arg(long, value_name = "PATH")]
     ledger: String,
 
@@ -64,19 +77,23 @@ pub struct Args {
     #[arg(long, value_name = "PER_SECOND")]
     rate: Option<f64>,
 
-    /// Stop the run when more than this share of replays fail (checked after 20 attempts).
+    /// Stop the run when more than this share of the recent deliveries fail.
     #[arg(long, default_value_t = 0.5, value_name = "RATIO")]
     max_failure_ratio: f64,
+
+    /// How many recent deliveries the storm guard looks at (it acts once 20 are in).
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    failure_window: usize,
 
     /// Seconds before a network delivery times out.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     timeout: f64,
 
-    /// Delivery attempts for transient failures (5xx, timeouts) within one run.
+    /// Deliveries of one message within one run, for 5xx, timeouts and connection errors.
     #[arg(long, default_value_t = 3, value_name = "N")]
     retries: u32,
 
-    /// Seconds another executor's claim is honoured before it is taken over.
+    /// Seconds a claim is honoured by other executors; renewed while its delivery runs.
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     lease: f64,
 
@@ -94,25 +111,44 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    if args.concurrency == 0 || args.rate.is_some_and(|r| r <= 0.0) || !(0.0..=1.0).contains(&args.max_failure_ratio) || args.timeout <= 0.0 || args.lease <= 0.0 {
-        return Err(UsageError("--concurrency, --rate, --timeout and --lease must be positive; --max-failure-ratio between 0 and 1".into()).into());
+    if args.concurrency == 0
+        || args.failure_window == 0
+        || args.rate.is_some_and(|r| r <= 0.0)
+        || !(0.0..=1.0).contains(&args.max_failure_ratio)
+        || args.timeout <= 0.0
+        || args.lease <= 0.0
+    {
+        return Err(UsageError(
+            "--concurrency, --failure-window, --rate, --timeout and --lease must be positive; --max-failure-ratio between 0 and 1".into(),
+        )
+        .into());
     }
     let mut manifest = Manifest::open_verified(&args.manifest, args.expect_digest.as_deref())?;
     let (report, stopped) = if args.dry_run {
         (execute::dry_run(&mut manifest, &args.ledger).map_err(|e| hide_secret(e, &args.ledger))?, None)
     } else {
-        let retry = Retry { attempts: args.retries.max(1), backoff: Duration::from_millis(100), timeout: Duration::from_secs_f64(args.timeout) };
+        let retry = Retry { attempts: args.retries.max(1), backoff: Backoff::default(), timeout: Duration::from_secs_f64(args.timeout) };
         let target = target::parse(&args.target, retry).map_err(|e| UsageError(format!("{e:#}")))?;
         let quarantine = quarantine::parse(&args.quarantine, retry).map_err(|e| UsageError(format!("{e:#}")))?;
+        let busy = args.timeout * f64::from(retry.attempts);
+        if busy > args.lease {
+            eprintln!(
+                "dlqf: warning: a delivery may take --timeout × --retries = {busy} s, more than --lease {} s; claims are renewed while deliveries run, but an executor that hangs holds its keys that long",
+                args.lease
+            );
+        }
         let options = Options {
             concurrency: args.concurrency,
             rate: args.rate,
             max_failure_ratio: args.max_failure_ratio,
+            failure_window: args.failure_window,
             guard_after: 20,
             lease_ms: (args.lease * 1000.0) as i64,
+            grace: Duration::from_secs_f64(args.timeout),
         };
+        let signals = StopSignals::install()?;
         let progress = Progress::for_count(manifest.header.entries, !args.no_progress);
-        let run = execute::execute(&mut manifest, &args.ledger, target.as_ref(), quarantine.as_ref(), &options, &progress)
+        let run = execute::execute(&mut manifest, &args.ledger, target.as_ref(), quarantine.as_ref(), &options, &progress, &signals)
             .map_err(|e| hide_secret(e, &args.ledger))?;
         (run.report, run.stopped)
     };
@@ -122,12 +158,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     report::write_output(None, &bytes)?;
     if let Some(why) = &stopped {
-        eprintln!("dlqf: {why}");
+        eprintln!("dlqf: {}", describe(why, &report, args.max_failure_ratio));
     }
-    let failed = report.outcomes.replay_failed > 0 || stopped.is_some();
-    Ok(if failed && !args.dry_run { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
+    Ok(match stopped {
+        Some(Stopped::Signal(signal)) => ExitCode::from(128 + signal as u8),
+        _ if report.outcomes.replay_failed > 0 || report.unfinished > 0 => ExitCode::from(EXIT_ALERT),
+        _ => ExitCode::SUCCESS,
+    })
 }
 
+/// Why the run stopped, and what it left.
+fn describe(stopped: &Stopped, report: &ExecuteReport, ratio: f64) -> String {
+    let left = format!("{} entries are left for a later run", report.unfinished);
+    match stopped {
+        Stopped::StormGuard { failures, seen } => {
+            format!("storm guard: {failures} of the last {seen} deliveries failed (more than {ratio}); the run stopped; {left}, and no key was charged for the target's failures")
+        }
+        Stopped::Signal(signal) => format!("stopped by {}: deliveries in flight finished or were released; {left}", StopSignals::name(*signal)),
+        Stopped::TargetFailing(last) => format!("the target failed every delivery (last: {last}); no key was charged; {left}"),
+    }
+}
 /// Errors never show the ledger URL's password, whatever part of the chain quoted it.
 fn hide_secret(err: anyhow::Error, ledger: &str) -> anyhow::Error {
     let text = format!("{err:#}");

@@ -2,14 +2,13 @@
 //! published once: the file sink remembers the keys it holds, the HTTP sink sends the key.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use super::append::AppendFile;
 use super::target::{BoxFuture, Delivery, HttpTarget, Retry};
 
 pub trait Sink: Send + Sync {
@@ -28,55 +27,41 @@ pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Sink>> {
 }
 
 pub struct FileSink {
-    state: Mutex<(File, HashSet<String>)>,
-    path: PathBuf,
+    file: Arc<AppendFile>,
+    /// The keys the file holds (or is being given), so each is published once.
+    keys: Mutex<HashSet<String>>,
 }
 
 impl FileSink {
     /// Opens the file, learns which keys it holds, and cuts a half-written last line (a
     /// crash mid-write) so every line stays whole.
     pub fn open(path: PathBuf) -> Result<FileSink> {
-        let name = path.display().to_string();
-        let mut file = OpenOptions::new().create(true).read(true).append(true).open(&path).with_context(|| format!("{name}: cannot open quarantine"))?;
         let mut keys = HashSet::new();
-        let mut whole = 0u64;
-        let mut reader = BufReader::new(&file);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = reader.read_line(&mut line).with_context(|| format!("{name}: cannot read quarantine"))?;
-            if n == 0 || !line.ends_with('\n') {
-                break;
+        let file = AppendFile::open(&path, |line| {
+            if let Some(k) = serde_json::from_str::<Value>(line).ok().and_then(|v| v.get("key").and_then(Value::as_str).map(str::to_string)) {
+                keys.insert(k);
             }
-            whole += n as u64;
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if let Some(k) = v.get("key").and_then(Value::as_str) {
-                    keys.insert(k.to_string());
-                }
-            }
-        }
-        if whole < file.metadata()?.len() {
-            file.set_len(whole)?;
-        }
-        file.seek(SeekFrom::End(0))?;
-        Ok(FileSink { state: Mutex::new((file, keys)), path })
+        })
+        .with_context(|| format!("quarantine {}", path.display()))?;
+        Ok(FileSink { file: Arc::new(file), keys: Mutex::new(keys) })
     }
 }
 
 impl Sink for FileSink {
     fn publish<'a>(&'a self, key: &'a str, line: &'a Value) -> BoxFuture<'a, Result<()>> {
-        let result = (|| -> Result<()> {
-            let mut state = self.state.lock().expect("quarantine lock");
-            if state.1.contains(key) {
+        Box::pin(async move {
+            if !self.keys.lock().expect("quarantine lock").insert(key.to_string()) {
                 return Ok(());
             }
             let mut bytes = serde_json::to_vec(line)?;
             bytes.push(b'\n');
-            state.0.write_all(&bytes).with_context(|| format!("{}: cannot write quarantine", self.path.display()))?;
-            state.1.insert(key.to_string());
-            Ok(())
-        })();
-        Box::pin(async move { result })
+            let file = self.file.clone();
+            let written = tokio::task::spawn_blocking(move || file.append(&bytes)).await.context("quarantine write task")?;
+            if written.is_err() {
+                self.keys.lock().expect("quarantine lock").remove(key);
+            }
+            written.context("quarantine")
+        })
     }
 }
 
@@ -87,7 +72,7 @@ impl Sink for HttpSink {
         Box::pin(async move {
             match self.0.post(key, serde_json::to_vec(line)?).await {
                 Delivery::Delivered | Delivery::AlreadyDone => Ok(()),
-                Delivery::Failed(why) => bail!("quarantine: {why}"),
+                Delivery::Rejected(why) | Delivery::Transient(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
             }
         })
     }

@@ -1,26 +1,38 @@
 //! Where replayed messages go. A target is a small trait; `http(s)://`, `exec:` and `file:`
-//! implement it, and all pass the same compliance test.
+//! implement it, and all pass the same compliance test. Each says whose failure a failed
+//! delivery is (see `Delivery`); the run decides what that costs.
 
 use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+use super::append::AppendFile;
+use super::backoff::Backoff;
+
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The result of delivering one message.
+/// The result of delivering one message, and whose failure a failed delivery is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Delivery {
     Delivered,
     /// The target already had it (HTTP 409).
     AlreadyDone,
-    Failed(String),
+    /// The target refused this message (a 4xx other than 409, a non-zero exit): a message
+    /// failure, counted against the key.
+    Rejected(String),
+    /// A 5xx, a timeout, a dropped connection, exit 75 (EX_TEMPFAIL): this key's failure when
+    /// the target serves the others, the target's when it fails for everyone.
+    Transient(String),
+    /// The target was not reached (refused connection, DNS or TLS error, a command that cannot
+    /// start, an unwritable file): the target's failure, never the key's.
+    Down(String),
 }
 
 pub trait Target: Send + Sync {
@@ -31,8 +43,9 @@ pub trait Target: Send + Sync {
 /// Retry and timeout settings shared by network targets and sinks.
 #[derive(Clone, Copy, Debug)]
 pub struct Retry {
+    /// Deliveries of one message within one run, the first included.
     pub attempts: u32,
-    pub backoff: Duration,
+    pub backoff: Backoff,
     pub timeout: Duration,
 }
 
@@ -65,13 +78,13 @@ impl HttpTarget {
         Ok(HttpTarget { client, url: url.to_string(), retry })
     }
 
-    /// POSTs `body` with the key; 2xx delivered, 409 already done, other 4xx permanent,
-    /// 5xx and transport errors retried with exponential backoff.
+    /// POSTs `body` with the key; 2xx delivered, 409 already done, other 4xx rejected; 5xx,
+    /// timeouts and connection errors retried with jittered exponential backoff.
     pub async fn post(&self, key: &str, body: Vec<u8>) -> Delivery {
-        let mut last = String::new();
+        let mut last = Delivery::Down(format!("{}: not attempted", self.url));
         for attempt in 0..self.retry.attempts.max(1) {
             if attempt > 0 {
-                tokio::time::sleep(self.retry.backoff * 2u32.pow(attempt - 1)).await;
+                tokio::time::sleep(self.retry.backoff.delay(attempt)).await;
             }
             let sent = self
                 .client
@@ -90,25 +103,29 @@ impl HttpTarget {
                     if status.as_u16() == 409 {
                         return Delivery::AlreadyDone;
                     }
-                    last = format!("HTTP {status} from {}", self.url);
+                    let why = format!("HTTP {status} from {}", self.url);
                     if status.is_client_error() {
-                        return Delivery::Failed(last);
+                        return Delivery::Rejected(why);
                     }
+                    last = Delivery::Transient(why);
                 }
-                Err(e) => last = format!("{}: {}", self.url, describe(&e)),
+                Err(e) => last = classify(&self.url, &e),
             }
         }
-        Delivery::Failed(last)
+        last
     }
 }
 
-fn describe(e: &reqwest::Error) -> String {
+/// A transport error: not reached (connect, DNS, TLS) is the target's failure; a timeout or a
+/// connection dropped mid-request may be this message's.
+fn classify(url: &str, e: &reqwest::Error) -> Delivery {
     if e.is_timeout() {
-        "timed out".into()
+        Delivery::Transient(format!("{url}: timed out"))
     } else if e.is_connect() {
-        "connection failed".into()
+        let cause = std::error::Error::source(e).and_then(std::error::Error::source).map(|c| format!(" ({c})")).unwrap_or_default();
+        Delivery::Down(format!("{url}: cannot connect{cause}"))
     } else {
-        e.to_string()
+        Delivery::Transient(format!("{url}: {e}"))
     }
 }
 
@@ -119,7 +136,8 @@ impl Target for HttpTarget {
 }
 
 /// Runs a command per message (no shell): the record on stdin, the key in
-/// `DLQF_IDEMPOTENCY_KEY`; exit status 0 is delivered.
+/// `DLQF_IDEMPOTENCY_KEY`; exit status 0 is delivered, 75 (EX_TEMPFAIL) a transient failure,
+/// any other a rejection.
 pub struct ExecTarget {
     argv: Vec<String>,
 }
@@ -147,25 +165,28 @@ impl Target for ExecTarget {
                 Ok(Ok(out)) if out.status.success() => Delivery::Delivered,
                 Ok(Ok(out)) => {
                     let err = String::from_utf8_lossy(&out.stderr);
-                    Delivery::Failed(format!("{name} exited with {}: {}", out.status, err.trim().chars().take(200).collect::<String>()))
+                    let why = format!("{name} exited with {}: {}", out.status, err.trim().chars().take(200).collect::<String>());
+                    if out.status.code() == Some(EX_TEMPFAIL) { Delivery::Transient(why) } else { Delivery::Rejected(why) }
                 }
-                Ok(Err(e)) => Delivery::Failed(format!("cannot run command: {e}")),
-                Err(e) => Delivery::Failed(format!("command task failed: {e}")),
+                Ok(Err(e)) => Delivery::Down(format!("cannot run {name}: {e}")),
+                Err(e) => Delivery::Down(format!("{name}: command task failed: {e}")),
             }
         })
     }
 }
 
-/// Appends `{"key": …, "record": …}` lines to a file.
+/// The exit status (sysexits' EX_TEMPFAIL) by which an `exec:` command says "try again later".
+const EX_TEMPFAIL: i32 = 75;
+
+/// Appends `{"key": …, "record": …}` lines to a file, each whole and synced before it counts.
 pub struct FileTarget {
-    file: Mutex<std::fs::File>,
-    path: PathBuf,
+    file: Arc<AppendFile>,
 }
 
 impl FileTarget {
     pub fn open(path: PathBuf) -> Result<FileTarget> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).with_context(|| format!("{}: cannot open target", path.display()))?;
-        Ok(FileTarget { file: Mutex::new(file), path })
+        let file = AppendFile::open(&path, |_| {}).with_context(|| format!("target {}", path.display()))?;
+        Ok(FileTarget { file: Arc::new(file) })
     }
 }
 
@@ -173,11 +194,12 @@ impl Target for FileTarget {
     fn send<'a>(&'a self, key: &'a str, record: &'a Value) -> BoxFuture<'a, Delivery> {
         let mut line = serde_json::to_vec(&json!({"key": key, "record": record})).expect("records serialise");
         line.push(b'\n');
-        let result = self.file.lock().expect("target lock").write_all(&line);
+        let file = self.file.clone();
         Box::pin(async move {
-            match result {
-                Ok(()) => Delivery::Delivered,
-                Err(e) => Delivery::Failed(format!("{}: {e}", self.path.display())),
+            match tokio::task::spawn_blocking(move || file.append(&line)).await {
+                Ok(Ok(())) => Delivery::Delivered,
+                Ok(Err(e)) => Delivery::Down(format!("{e:#}")),
+                Err(e) => Delivery::Down(format!("{}: write task failed: {e}", self.file.path().display())),
             }
         })
     }

@@ -39,8 +39,11 @@ pub enum Purpose {
 pub enum Finish {
     Done,
     Quarantined,
-    /// A failed replay: counted against the key, which is released.
+    /// A message failure: counted against the key, which is released.
     Failed,
+    /// Released without a charge: the target failed, the run stopped, or whose failure it was
+    /// is decided at the end of the run (`Ledger::charge`).
+    Released,
 }
 
 pub trait Ledger: Send + Sync {
@@ -48,6 +51,10 @@ pub trait Ledger: Send + Sync {
     fn claim<'a>(&'a self, key: &'a str, purpose: Purpose, manifest: &'a str) -> BoxFuture<'a, Result<Claim>>;
     /// Ends this executor's claim on `key`.
     fn finish<'a>(&'a self, key: &'a str, how: Finish) -> BoxFuture<'a, Result<()>>;
+    /// Extends this executor's claim on `key` by a lease, while its delivery runs.
+    fn renew<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>>;
+    /// Counts one failure against a released key (unless someone has finished it since).
+    fn charge<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>>;
     /// A key's state and failure count, without claiming it (for dry runs).
     fn peek<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<(String, i64)>>>;
 }

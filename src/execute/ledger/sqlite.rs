@@ -1,5 +1,5 @@
 //! The ledger in one SQLite file, in WAL mode: a kill -9 loses nothing, and several executors
-//! on one host can share it.
+//! on one host can share it (SQLite serialises their writes; each waits its turn).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::{new_owner, now_ms, owner_is_dead, Claim, Finish, Ledger, Purpose};
+use crate::execute::backoff::Backoff;
 use crate::execute::target::BoxFuture;
 
 pub struct SqliteLedger {
@@ -17,9 +18,29 @@ pub struct SqliteLedger {
 }
 
 impl SqliteLedger {
+    /// Opens (or creates) the ledger. Executors starting together on a new file contend for
+    /// the switch to WAL and the table's creation, which SQLite answers with "locked" without
+    /// waiting: those steps are retried with backoff for up to `BUSY_WAIT`.
     pub fn open(path: &Path, lease_ms: i64) -> Result<SqliteLedger> {
-        let conn = Connection::open(path).with_context(|| format!("ledger {}: cannot open", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        let name = path.display();
+        let started = std::time::Instant::now();
+        let mut retry = 0;
+        let conn = loop {
+            match Self::prepare(path) {
+                Ok(conn) => break conn,
+                Err(e) if is_busy(&e) && started.elapsed() < BUSY_WAIT => {
+                    retry += 1;
+                    std::thread::sleep(Backoff::default().delay(retry));
+                }
+                Err(e) => return Err(e).with_context(|| format!("ledger {name}: cannot open")),
+            }
+        };
+        Ok(SqliteLedger { conn: Mutex::new(conn), owner: new_owner(), lease_ms })
+    }
+
+    fn prepare(path: &Path) -> rusqlite::Result<Connection> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(BUSY_WAIT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(
@@ -32,10 +53,8 @@ impl SqliteLedger {
                 manifest TEXT,
                 updated_at INTEGER NOT NULL
             )",
-        )
-        .with_context(|| format!("ledger {}: cannot create its table", path.display()))?;
-        let owner = new_owner();
-        Ok(SqliteLedger { conn: Mutex::new(conn), owner, lease_ms })
+        )?;
+        Ok(conn)
     }
 
     /// Opens an existing ledger read-only (for dry runs); None when there is none yet.
@@ -98,9 +117,23 @@ impl SqliteLedger {
             Finish::Done => "UPDATE ledger SET state = 'done', owner = NULL, lease_until = NULL, updated_at = ?3 WHERE key = ?1 AND owner = ?2",
             Finish::Quarantined => "UPDATE ledger SET state = 'quarantined', owner = NULL, lease_until = NULL, updated_at = ?3 WHERE key = ?1 AND owner = ?2",
             Finish::Failed => "UPDATE ledger SET state = 'failed', failures = failures + 1, owner = NULL, lease_until = NULL, updated_at = ?3 WHERE key = ?1 AND owner = ?2",
+            Finish::Released => "UPDATE ledger SET state = 'failed', owner = NULL, lease_until = NULL, updated_at = ?3 WHERE key = ?1 AND owner = ?2",
         };
         let conn = self.conn.lock().expect("ledger lock");
         conn.execute(sql, params![key, self.owner, now_ms()])?;
+        Ok(())
+    }
+
+    fn renew_now(&self, key: &str) -> Result<()> {
+        let conn = self.conn.lock().expect("ledger lock");
+        let now = now_ms();
+        conn.execute("UPDATE ledger SET lease_until = ?3, updated_at = ?4 WHERE key = ?1 AND owner = ?2", params![key, self.owner, now + self.lease_ms, now])?;
+        Ok(())
+    }
+
+    fn charge_now(&self, key: &str) -> Result<()> {
+        let conn = self.conn.lock().expect("ledger lock");
+        conn.execute("UPDATE ledger SET failures = failures + 1, updated_at = ?2 WHERE key = ?1 AND state = 'failed'", params![key, now_ms()])?;
         Ok(())
     }
 }
@@ -117,6 +150,21 @@ impl Ledger for SqliteLedger {
     fn peek<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<(String, i64)>>> {
         Box::pin(std::future::ready(self.peek_now(key)))
     }
+
+    fn renew<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(std::future::ready(self.renew_now(key)))
+    }
+
+    fn charge<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(std::future::ready(self.charge_now(key)))
+    }
+}
+
+/// How long an executor waits for others holding the ledger file.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
 
 #[cfg(test)]
@@ -139,6 +187,34 @@ mod tests {
         assert_eq!(a.claim_now("q", Purpose::Quarantine, "m").unwrap(), Claim::Granted { failures: 0 });
         a.finish_now("q", Finish::Quarantined).unwrap();
         assert_eq!(b.claim_now("q", Purpose::Quarantine, "m").unwrap(), Claim::Quarantined);
+    }
+
+    #[test]
+    fn a_released_key_is_charged_only_when_told_and_only_while_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = SqliteLedger::open(&dir.path().join("ledger.db"), 60_000).unwrap();
+        a.claim_now("k", Purpose::Replay, "m").unwrap();
+        a.finish_now("k", Finish::Released).unwrap();
+        assert_eq!(a.peek_now("k").unwrap(), Some(("failed".into(), 0)), "released: claimable, nothing charged");
+        a.charge_now("k").unwrap();
+        assert_eq!(a.claim_now("k", Purpose::Replay, "m").unwrap(), Claim::Granted { failures: 1 });
+        a.charge_now("k").unwrap(); // claimed again: a charge must not land
+        a.finish_now("k", Finish::Done).unwrap();
+        a.charge_now("k").unwrap();
+        assert_eq!(a.peek_now("k").unwrap(), Some(("done".into(), 1)));
+    }
+
+    #[test]
+    fn a_renewed_claim_outlives_its_first_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let (slow, other) = (SqliteLedger::open(&path, 50).unwrap(), SqliteLedger::open(&path, 50).unwrap());
+        slow.claim_now("k", Purpose::Replay, "m").unwrap();
+        for _ in 0..4 {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            slow.renew_now("k").unwrap();
+        }
+        assert_eq!(other.claim_now("k", Purpose::Replay, "m").unwrap(), Claim::Busy, "100 ms on a 50 ms lease, renewed");
     }
 
     #[test]

@@ -1,0 +1,336 @@
+//! One run over a manifest: `--concurrency` workers take entries in order, claim each key,
+//! deliver or quarantine it, and record the outcome; the storm guard and signals stop them.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::guard::StormGuard;
+use super::ledger::{Claim, Finish, Ledger, Purpose};
+use super::quarantine::Sink;
+use super::signals::StopSignals;
+use super::target::{Delivery, Target};
+use super::{ExecuteReport, Options, Outcomes, Run, Stopped, REPORT_ID};
+use crate::manifest::{Decision, Entry, Manifest};
+use crate::progress::Progress;
+
+/// What a run works with.
+pub(super) struct Parts<'a> {
+    pub ledger: &'a dyn Ledger,
+    pub target: &'a dyn Target,
+    pub quarantine: &'a dyn Sink,
+    pub options: &'a Options,
+    pub progress: &'a Progress,
+    pub signals: &'a StopSignals,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Replayed,
+    Skipped,
+    PoisonAttempts,
+    PoisonUncleared,
+    Failed,
+    /// Another executor holds the key: try again later.
+    Deferred,
+    /// Released for a later run: a target failure, a 5xx or timeout awaiting the run's
+    /// verdict, or a delivery cut short by a stop.
+    Left,
+}
+
+/// Failed deliveries whose cause is not printed one by one past this many.
+const SHOWN_TARGET_FAILURES: u64 = 3;
+
+struct Shared<'a> {
+    parts: Parts<'a>,
+    manifest: String,
+    next_slot: Mutex<Instant>,
+    guard: StormGuard,
+    /// Set when the run must take no new entries.
+    stop: AtomicBool,
+    stopped: Mutex<Option<Stopped>>,
+    /// When a stop signal was seen: deliveries in flight get `grace` from then.
+    signalled_at: Mutex<Option<Instant>>,
+    /// Deliveries the target answered for a message (done, already done, rejected): it was up.
+    answered: AtomicU64,
+    target_failures: AtomicU64,
+    last_target_failure: Mutex<Option<String>>,
+    /// 5xx and timeouts, charged to their keys at the end only if the target served others.
+    transient: Mutex<Vec<(String, String, String)>>,
+    outcomes: Mutex<Outcomes>,
+}
+
+pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Manifest, parts: Parts) -> Result<Run> {
+    let options = parts.options;
+    let total = manifest.header.entries;
+    let shared = Shared {
+        manifest: manifest.header.manifest_sha256.clone(),
+        next_slot: Mutex::new(Instant::now()),
+        guard: StormGuard::new(options.failure_window, options.guard_after, options.max_failure_ratio),
+        stop: AtomicBool::new(false),
+        stopped: Mutex::new(None),
+        signalled_at: Mutex::new(None),
+        answered: AtomicU64::new(0),
+        target_failures: AtomicU64::new(0),
+        last_target_failure: Mutex::new(None),
+        transient: Mutex::new(Vec::new()),
+        outcomes: Mutex::new(Outcomes::default()),
+        parts,
+    };
+    let entries = Mutex::new(manifest.entries()?);
+    let deferred: Mutex<VecDeque<Entry>> = Mutex::new(VecDeque::new());
+    let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    runtime.block_on(async {
+        let workers = (0..options.concurrency.max(1)).map(|_| async {
+            loop {
+                if shared.stopping() || error.lock().unwrap().is_some() {
+                    return;
+                }
+                let next = entries.lock().unwrap().next();
+                let entry = match next {
+                    None => return,
+                    Some(Err(e)) => {
+                        *error.lock().unwrap() = Some(e);
+                        return;
+                    }
+                    Some(Ok(entry)) => entry,
+                };
+                match shared.handle(&entry).await {
+                    Ok(Outcome::Deferred) => deferred.lock().unwrap().push_back(entry),
+                    Ok(outcome) => shared.count(outcome),
+                    Err(e) => {
+                        *error.lock().unwrap() = Some(e.context(format!("entry {}", entry.key)));
+                        return;
+                    }
+                }
+            }
+        });
+        join_all(workers.collect()).await;
+        // Keys another executor held: wait for it to finish them or for its lease to lapse.
+        loop {
+            let Some(entry) = deferred.lock().unwrap().pop_front() else { break };
+            if shared.stopping() || error.lock().unwrap().is_some() {
+                break;
+            }
+            match shared.handle(&entry).await {
+                Ok(Outcome::Deferred) => {
+                    deferred.lock().unwrap().push_back(entry);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok(outcome) => shared.count(outcome),
+                Err(e) => {
+                    *error.lock().unwrap() = Some(e);
+                    break;
+                }
+            }
+        }
+        if error.lock().unwrap().is_none() {
+            if let Err(e) = shared.settle_transient().await {
+                *error.lock().unwrap() = Some(e);
+            }
+        }
+    });
+    if let Some(e) = error.into_inner().unwrap() {
+        return Err(e);
+    }
+    shared.parts.progress.finish();
+    let outcomes = shared.outcomes.into_inner().unwrap();
+    let target_failures = shared.target_failures.load(Ordering::SeqCst);
+    let mut stopped = shared.stopped.into_inner().unwrap();
+    if stopped.is_none() && target_failures > 0 && shared.answered.load(Ordering::SeqCst) == 0 {
+        let last = shared.last_target_failure.into_inner().unwrap().unwrap_or_default();
+        stopped = Some(Stopped::TargetFailing(last));
+    }
+    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished: total - outcomes.total(), outcomes, target_failures };
+    Ok(Run { report, stopped })
+}
+
+/// Joins futures on the current task (all run concurrently).
+async fn join_all<F: std::future::Future<Output = ()>>(futures: Vec<F>) {
+    let mut set: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await
+}
+
+impl Shared<'_> {
+    /// Whether to take no new entries: the storm guard tripped or a stop signal came.
+    fn stopping(&self) -> bool {
+        if let Some(signal) = self.parts.signals.received() {
+            let mut at = self.signalled_at.lock().unwrap();
+            if at.is_none() {
+                *at = Some(Instant::now());
+                self.stopped.lock().unwrap().get_or_insert(Stopped::Signal(signal));
+                self.stop.store(true, Ordering::SeqCst);
+            }
+        }
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    fn count(&self, outcome: Outcome) {
+        let mut o = self.outcomes.lock().unwrap();
+        match outcome {
+            Outcome::Replayed => o.replayed += 1,
+            Outcome::Skipped => o.skipped_idempotent += 1,
+            Outcome::PoisonAttempts => o.poison_attempts += 1,
+            Outcome::PoisonUncleared => o.poison_uncleared += 1,
+            Outcome::Failed => o.replay_failed += 1,
+            Outcome::Left => {}
+            Outcome::Deferred => unreachable!("deferred entries are retried"),
+        }
+        self.parts.progress.advance(1);
+    }
+
+    async fn handle(&self, entry: &Entry) -> Result<Outcome> {
+        let ledger = self.parts.ledger;
+        match entry.decision {
+            Decision::PoisonAttempts => {
+                let detail = format!("attempts {} >= max {}", entry.attempts, entry.max_attempts);
+                self.quarantine(entry, Outcome::PoisonAttempts, detail).await
+            }
+            Decision::PoisonUncleared => self.quarantine(entry, Outcome::PoisonUncleared, "signature not cleared for replay".into()).await,
+            Decision::Replay => match ledger.claim(&entry.key, Purpose::Replay, &self.manifest).await? {
+                Claim::Done | Claim::Quarantined => Ok(Outcome::Skipped),
+                Claim::Busy => Ok(Outcome::Deferred),
+                Claim::Granted { failures } if failures >= entry.max_attempts => {
+                    let detail = format!("replay failed {failures} times (max {})", entry.max_attempts);
+                    self.quarantine(entry, Outcome::PoisonAttempts, detail).await
+                }
+                Claim::Granted { .. } => self.replay(entry).await,
+            },
+        }
+    }
+
+    async fn replay(&self, entry: &Entry) -> Result<Outcome> {
+        let (ledger, key) = (self.parts.ledger, entry.key.as_str());
+        self.wait_for_rate().await;
+        let Some(delivery) = self.while_claimed(key, self.parts.target.send(key, &entry.record)).await? else {
+            // Stopped, and the grace ran out: the target may or may not have it. Released, so
+            // a later run sends it again under the same Idempotency-Key.
+            ledger.finish(key, Finish::Released).await?;
+            return Ok(Outcome::Left);
+        };
+        match delivery {
+            Delivery::Delivered | Delivery::AlreadyDone => {
+                ledger.finish(key, Finish::Done).await?;
+                self.answered.fetch_add(1, Ordering::SeqCst);
+                self.record(false);
+                Ok(if delivery == Delivery::Delivered { Outcome::Replayed } else { Outcome::Skipped })
+            }
+            Delivery::Rejected(why) => {
+                ledger.finish(key, Finish::Failed).await?;
+                self.answered.fetch_add(1, Ordering::SeqCst);
+                self.record(true);
+                eprintln!("dlqf: replay of {key} ({}) failed: {why}", entry.id);
+                Ok(Outcome::Failed)
+            }
+            Delivery::Transient(why) => {
+                ledger.finish(key, Finish::Released).await?;
+                self.record(true);
+                self.transient.lock().unwrap().push((key.to_string(), entry.id.clone(), why));
+                Ok(Outcome::Left)
+            }
+            Delivery::Down(why) => {
+                ledger.finish(key, Finish::Released).await?;
+                self.record(true);
+                self.target_failure(why);
+                Ok(Outcome::Left)
+            }
+        }
+    }
+
+    /// Feeds the storm guard; a trip stops the run.
+    fn record(&self, failed: bool) {
+        if let Some(tripped) = self.guard.record(failed) {
+            self.stopped.lock().unwrap().get_or_insert(Stopped::StormGuard { failures: tripped.failures, seen: tripped.seen });
+            self.stop.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn target_failure(&self, why: String) {
+        let n = self.target_failures.fetch_add(1, Ordering::SeqCst) + 1;
+        if n <= SHOWN_TARGET_FAILURES {
+            eprintln!("dlqf: target failure (no key charged): {why}");
+        }
+        *self.last_target_failure.lock().unwrap() = Some(why);
+    }
+
+    /// The verdict on 5xx and timeouts: the keys' own failures when the run ended normally
+    /// and the target answered for other messages (it served the others), else the target's.
+    async fn settle_transient(&self) -> Result<()> {
+        let transient = std::mem::take(&mut *self.transient.lock().unwrap());
+        let served = !self.stop.load(Ordering::SeqCst) && self.answered.load(Ordering::SeqCst) > 0;
+        for (key, id, why) in transient {
+            if served {
+                self.parts.ledger.charge(&key).await?;
+                self.outcomes.lock().unwrap().replay_failed += 1;
+                eprintln!("dlqf: replay of {key} ({id}) failed: {why}");
+            } else {
+                self.target_failure(why);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `work` while keeping the claim on `key`: renewed every third of a lease. Returns
+    /// None when a stop signal's grace ran out first.
+    async fn while_claimed<T>(&self, key: &str, work: impl std::future::Future<Output = T>) -> Result<Option<T>> {
+        let renew_every = Duration::from_millis((self.parts.options.lease_ms / 3).max(10) as u64);
+        let mut renew_at = Instant::now() + renew_every;
+        tokio::pin!(work);
+        loop {
+            // Wake at least every 100 ms to notice a signal.
+            let wake = renew_at.min(Instant::now() + Duration::from_millis(100));
+            tokio::select! {
+                out = &mut work => return Ok(Some(out)),
+                _ = tokio::time::sleep_until(wake.into()) => {}
+            }
+            self.stopping();
+            if self.signalled_at.lock().unwrap().is_some_and(|at| at.elapsed() >= self.parts.options.grace) {
+                return Ok(None);
+            }
+            if Instant::now() >= renew_at {
+                self.parts.ledger.renew(key).await?;
+                renew_at = Instant::now() + renew_every;
+            }
+        }
+    }
+
+    async fn quarantine(&self, entry: &Entry, outcome: Outcome, detail: String) -> Result<Outcome> {
+        let ledger = self.parts.ledger;
+        match ledger.claim(&entry.key, Purpose::Quarantine, &self.manifest).await? {
+            Claim::Done | Claim::Quarantined => return Ok(Outcome::Skipped),
+            Claim::Busy => return Ok(Outcome::Deferred),
+            Claim::Granted { .. } => {}
+        }
+        let decision = if outcome == Outcome::PoisonAttempts { Decision::PoisonAttempts } else { Decision::PoisonUncleared };
+        let line = json!({
+            "key": entry.key, "id": entry.id, "decision": decision.name(), "detail": detail,
+            "signature": entry.signature, "attempts": entry.attempts, "record": entry.record,
+        });
+        if let Err(e) = self.parts.quarantine.publish(&entry.key, &line).await {
+            ledger.finish(&entry.key, Finish::Released).await?;
+            return Err(e).with_context(|| format!("quarantining {}", entry.key));
+        }
+        ledger.finish(&entry.key, Finish::Quarantined).await?;
+        Ok(outcome)
+    }
+
+    async fn wait_for_rate(&self) {
+        let Some(rate) = self.parts.options.rate else { return };
+        let slot = {
+            let mut next = self.next_slot.lock().unwrap();
+            let now = Instant::now();
+            let slot = (*next).max(now);
+            *next = slot + Duration::from_secs_f64(1.0 / rate);
+            slot
+        };
+        tokio::time::sleep_until(slot.into()).await;
+    }
+}
