@@ -1,5 +1,6 @@
-//! The PostgreSQL ledger: several executors on one manifest share it, and a restart of the
-//! server is survived. `make test` starts a real server on loopback and passes its URL.
+//! The PostgreSQL ledger: several executors on one manifest share it, a restart of the server
+//! is survived, and TLS is spoken as libpq's sslmode asks. `make test` starts a real server on
+//! loopback (TLS on, a throwaway CA) and passes its URL and certificate folder.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -153,4 +154,49 @@ fn a_postgres_restart_mid_run_is_survived_and_every_entry_delivered_once() {
     let delivered = stage.delivered();
     assert_eq!(delivered.len(), 600);
     assert!(delivered.values().all(|&n| n == 1), "every entry delivered once");
+}
+
+/// The URL of the TLS-only role's database.
+fn tls_url(query: &str) -> String {
+    let url = postgres_url().replacen("://dlqf@", "://dlqf_tls@", 1);
+    format!("{}/dlqf_tls?{query}", url.rsplit_once('/').unwrap().0)
+}
+
+/// The folder with the server's CA (and an unrelated one).
+fn tls_dir() -> String {
+    std::env::var("DLQF_POSTGRES_TLS").expect("DLQF_POSTGRES_TLS is unset: run the tests through `make test`, which starts PostgreSQL with TLS")
+}
+
+#[test]
+fn the_ledger_speaks_tls_as_sslmode_asks_and_verifies_the_server_when_told_to() {
+    let dir = Dir::new();
+    let run_id = std::process::id();
+    dir.create("dlq.jsonl", vision_line(&format!("tls-{run_id}"), "s", "timeout", "v", "2026-10-01T00:00:00Z", 0) + "\n");
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
+    let (ca, other) = (format!("{}/ca.pem", tls_dir()), format!("{}/other-ca.pem", tls_dir()));
+    let execute = |ledger: &str| dir.command().args(["execute", "m.jsonl", "--target", "file:t.jsonl", "--ledger", ledger, "--quarantine", "file:q.jsonl", "--dry-run"]).run();
+
+    // The role may only connect over TLS: without it the server refuses.
+    let plain = execute(&tls_url("sslmode=disable"));
+    assert_eq!(plain.code, 1);
+    assert!(plain.stderr.contains("no encryption"), "{}", plain.stderr);
+    for ok in [tls_url("sslmode=require"), tls_url(&format!("sslmode=verify-ca&sslrootcert={ca}")), tls_url(&format!("sslmode=verify-full&sslrootcert={ca}"))] {
+        let run = execute(&ok);
+        assert_eq!(run.code, 0, "{ok}: {}", run.stderr);
+    }
+    // A CA that did not sign the server's certificate: refused, naming the certificate.
+    let run = execute(&tls_url(&format!("sslmode=verify-full&sslrootcert={other}")));
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.to_lowercase().contains("certificate"), "{}", run.stderr);
+    let run = execute(&tls_url("sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"));
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("sslrootcert /nonexistent/ca.pem"), "{}", run.stderr);
+
+    // A real run over verify-full: the ledger records it.
+    let full = tls_url(&format!("sslmode=verify-full&sslrootcert={ca}"));
+    let run = dir.command().args(["execute", "m.jsonl", "--target", "file:t.jsonl", "--ledger", &full, "--quarantine", "file:q.jsonl"]).run();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let again = dir.command().args(["execute", "m.jsonl", "--target", "file:t.jsonl", "--ledger", &full, "--quarantine", "file:q.jsonl"]).json();
+    assert_eq!(again["outcomes"]["skipped_idempotent"], 1);
 }

@@ -3,6 +3,7 @@
 
 mod postgres;
 mod sqlite;
+mod tls;
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use tokio::sync::{Mutex, RwLock};
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, NoTls, Socket};
 
+use super::tls::{LedgerUrl, Mode};
 use super::{new_owner, now_ms, owner_is_dead, Claim, Finish, Ledger, Purpose};
 use crate::execute::backoff::Backoff;
 use crate::execute::target::BoxFuture;
@@ -25,21 +27,26 @@ pub struct PostgresLedger {
     lease_ms: i64,
 }
 
-/// How to (re)connect: the parsed URL.
+/// How to (re)connect: the parsed URL and its TLS.
 struct Connector {
     config: Config,
+    tls: LedgerUrl,
     shown: String,
 }
 
 impl Connector {
     async fn connect(&self) -> Result<Client> {
-        Ok(open(&self.config).await?)
+        Ok(if self.tls.mode == Mode::Disable { open(&self.config, NoTls).await? } else { open(&self.config, self.tls.connector()?).await? })
     }
 }
 
 /// Connects and drives the connection on its own task.
-async fn open(config: &Config) -> Result<Client, tokio_postgres::Error> {
-    let (client, connection) = config.connect(NoTls).await?;
+async fn open<T>(config: &Config, tls: T) -> Result<Client, tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, connection) = config.connect(tls).await?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             eprintln!("dlqf: ledger connection: {e}");
@@ -76,8 +83,10 @@ impl PostgresLedger {
     /// Connects (the URL's password is never printed) and, with `create`, creates the table.
     pub async fn connect(url: &str, lease_ms: i64, create: bool) -> Result<PostgresLedger> {
         let shown = redact(url);
-        let config: Config = url.parse().with_context(|| format!("ledger {shown}: not a PostgreSQL URL"))?;
-        let connect = Connector { config, shown };
+        let tls = LedgerUrl::parse(url).with_context(|| format!("ledger {shown}"))?;
+        let mut config: Config = tls.url.parse().with_context(|| format!("ledger {shown}: not a PostgreSQL URL"))?;
+        config.ssl_mode(tls.ssl_mode());
+        let connect = Connector { config, tls, shown };
         let client = connect.connect().await.with_context(|| format!("ledger {}: cannot connect", connect.shown))?;
         if create {
             client.batch_execute(SCHEMA).await.with_context(|| format!("ledger {}: cannot create its table", connect.shown))?;
