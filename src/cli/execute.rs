@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use dlqf::execute::backoff::Backoff;
 use dlqf::execute::signals::StopSignals;
-use dlqf::execute::target::Retry;
+use dlqf::execute::target::{Halt, Retry};
 use dlqf::execute::{self, quarantine, target, ExecuteReport, Options, Stopped};
 use dlqf::manifest::Manifest;
 use dlqf::report;
@@ -127,9 +127,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let (report, stopped) = if args.dry_run {
         (execute::dry_run(&mut manifest, &args.ledger).map_err(|e| hide_secret(e, &args.ledger))?, None)
     } else {
-        let retry = Retry { attempts: args.retries.max(1), backoff: Backoff::default(), timeout: Duration::from_secs_f64(args.timeout) };
-        let target = target::parse(&args.target, retry).map_err(|e| UsageError(format!("{e:#}")))?;
-        let quarantine = quarantine::parse(&args.quarantine, retry).map_err(|e| UsageError(format!("{e:#}")))?;
+        let halt = Halt::default();
+        let retry = Retry { attempts: args.retries.max(1), backoff: Backoff::default(), timeout: Duration::from_secs_f64(args.timeout), halt: halt.clone() };
+        let target = target::parse(&args.target, retry.clone()).map_err(|e| UsageError(format!("{e:#}")))?;
+        // Quarantining what a stopped run has started still retries: poison must land.
+        let sink_retry = Retry { halt: Halt::default(), ..retry.clone() };
+        let quarantine = quarantine::parse(&args.quarantine, sink_retry).map_err(|e| UsageError(format!("{e:#}")))?;
         let busy = args.timeout * f64::from(retry.attempts);
         if busy > args.lease {
             eprintln!(
@@ -145,6 +148,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             guard_after: 20,
             lease_ms: (args.lease * 1000.0) as i64,
             grace: Duration::from_secs_f64(args.timeout),
+            halt,
         };
         let signals = StopSignals::install()?;
         let progress = Progress::for_count(manifest.header.entries, !args.no_progress);

@@ -80,6 +80,8 @@ pub struct Options {
     pub lease_ms: i64,
     /// How long deliveries in flight may go on after a stop signal before they are released.
     pub grace: Duration,
+    /// Raised when the run stops, so deliveries in flight retry no more.
+    pub halt: target::Halt,
 }
 
 /// Why a run stopped before the end of the manifest.

@@ -167,7 +167,7 @@ impl Shared<'_> {
             if at.is_none() {
                 *at = Some(Instant::now());
                 self.stopped.lock().unwrap().get_or_insert(Stopped::Signal(signal));
-                self.stop.store(true, Ordering::SeqCst);
+                self.halt();
             }
         }
         self.stop.load(Ordering::SeqCst)
@@ -249,8 +249,14 @@ impl Shared<'_> {
     fn record(&self, failed: bool) {
         if let Some(tripped) = self.guard.record(failed) {
             self.stopped.lock().unwrap().get_or_insert(Stopped::StormGuard { failures: tripped.failures, seen: tripped.seen });
-            self.stop.store(true, Ordering::SeqCst);
+            self.halt();
         }
+    }
+
+    /// No new entries, and no more retries for the deliveries in flight.
+    fn halt(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.parts.options.halt.raise();
     }
 
     fn target_failure(&self, why: String) {

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,12 +42,28 @@ pub trait Target: Send + Sync {
 }
 
 /// Retry and timeout settings shared by network targets and sinks.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Retry {
     /// Deliveries of one message within one run, the first included.
     pub attempts: u32,
     pub backoff: Backoff,
     pub timeout: Duration,
+    /// Set when the run stops: no more retries, so a stopped run stops hammering the target.
+    pub halt: Halt,
+}
+
+/// A flag the run raises when it stops (storm guard, signal).
+#[derive(Clone, Debug, Default)]
+pub struct Halt(Arc<AtomicBool>);
+
+impl Halt {
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 /// Parses `http(s)://…`, `exec:CMD ARG…` or `file:PATH`.
@@ -85,6 +102,9 @@ impl HttpTarget {
         for attempt in 0..self.retry.attempts.max(1) {
             if attempt > 0 {
                 tokio::time::sleep(self.retry.backoff.delay(attempt)).await;
+                if self.retry.halt.is_raised() {
+                    break;
+                }
             }
             let sent = self
                 .client
