@@ -7,9 +7,10 @@ use anyhow::{Context, Result};
 use dlqf::analyze::diff;
 use dlqf::analyze::rank::RankReport;
 use dlqf::report::{self, OutputFormat};
+use dlqf::storage::{Location, Storage};
 
 use super::inputs::OutputArgs;
-use super::{UsageError, EXIT_ALERT};
+use super::EXIT_ALERT;
 
 /// Compare two rankings: causes that are new, gone, or moved in rank and share.
 ///
@@ -41,12 +42,8 @@ pub struct Args {
     fail_on_new: bool,
 }
 
-fn read_report(name: &str) -> Result<RankReport> {
-    let bytes = if name.starts_with("s3://") {
-        dlqf::source::s3::read_all(name)?
-    } else {
-        std::fs::read(name).with_context(|| format!("{name}: cannot read"))?
-    };
+fn read_report(storage: &Storage, name: &str) -> Result<RankReport> {
+    let bytes = storage.read_all(&Location::parse(name)?)?;
     let mut report: RankReport = serde_json::from_slice(&bytes).with_context(|| format!("{name}: not a dlqf rank JSON report"))?;
     diff::check_rank_report(&report, name)?;
     diff::fill_missing(&mut report);
@@ -60,17 +57,18 @@ fn read_report(name: &str) -> Result<RankReport> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let format = args.output.format()?;
-    let old = read_report(&args.old)?;
-    let new = read_report(&args.new)?;
+    let format = args.output.format("diff", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown])?;
+    let storage = Storage::new();
+    let old = read_report(&storage, &args.old)?;
+    let new = read_report(&storage, &args.new)?;
     let result = diff::diff(&old, &new).with_context(|| format!("{} vs {}", args.old, args.new))?;
     let bytes = match format {
         OutputFormat::Table => report::table::diff(&result, &args.old, &args.new),
         OutputFormat::Json => report::json::render(&result)?,
         OutputFormat::Csv => report::csv::diff(&result),
         OutputFormat::Markdown => report::markdown::diff(&result, &args.old, &args.new),
-        other => return Err(UsageError(format!("diff has no {} output", other.name())).into()),
+        OutputFormat::Parquet | OutputFormat::Html => unreachable!("refused by format()"),
     };
-    report::write_output(args.output.output.as_deref(), &bytes)?;
+    storage.write(&args.output.destination(), &bytes)?;
     Ok(if args.fail_on_new && !result.new.is_empty() { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
 }

@@ -1,6 +1,5 @@
 //! `dlqf execute`: replay exactly a reviewed manifest, idempotently, behind the poison gate.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use dlqf::execute::signals::StopSignals;
 use dlqf::execute::target::{Halt, Retry};
 use dlqf::execute::{self, quarantine, target, ExecuteReport, Options, Stopped};
 use dlqf::manifest::Manifest;
+use dlqf::storage::{Location, Storage};
 use dlqf::report;
 use dlqf::progress::Progress;
 
@@ -47,8 +47,9 @@ use super::{UsageError, EXIT_ALERT};
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// The manifest written by `dlqf plan` (and reviewed).
-    manifest: PathBuf,
+    /// The manifest written by `dlqf plan` (and reviewed): a file or s3://bucket/key.
+    #[arg(value_parser = super::inputs::location_parser)]
+    manifest: Location,
 
     /// Where replayed messages go: http(s)://…, exec:CMD ARG…, or file:PATH.
     #[arg(long, value_name = "TARGET")]
@@ -101,9 +102,9 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
 
-    /// Also write the outcome report (JSON) to this file.
-    #[arg(long, value_name = "FILE")]
-    report: Option<PathBuf>,
+    /// Also write the outcome report (JSON) to this file (or s3://bucket/key).
+    #[arg(long, value_name = "FILE", value_parser = super::inputs::location_parser)]
+    report: Option<Location>,
 
     /// No progress bar, even on a terminal.
     #[arg(long)]
@@ -123,7 +124,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )
         .into());
     }
-    let mut manifest = Manifest::open_verified(&args.manifest, args.expect_digest.as_deref())?;
+    let storage = Storage::new();
+    let mut manifest = Manifest::open_verified(&args.manifest.to_string(), storage.open(&args.manifest)?, args.expect_digest.as_deref())?;
     let (report, stopped) = if args.dry_run {
         (execute::dry_run(&mut manifest, &args.ledger).map_err(|e| hide_secret(e, &args.ledger))?, None)
     } else {
@@ -157,10 +159,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (run.report, run.stopped)
     };
     let bytes = report::json::render(&report)?;
-    if let Some(path) = &args.report {
-        report::write_output(Some(path), &bytes)?;
+    if let Some(location) = &args.report {
+        storage.write(location, &bytes)?;
     }
-    report::write_output(None, &bytes)?;
+    storage.write(&Location::Std, &bytes)?;
     if let Some(why) = &stopped {
         eprintln!("dlqf: {}", describe(why, &report, args.max_failure_ratio));
     }

@@ -1,6 +1,6 @@
 //! `dlqf gen`: deterministic synthetic dumps for demos, tests and benchmarks.
 
-use std::path::PathBuf;
+use dlqf::storage::Location;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -34,9 +34,9 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
 
-    /// Output file; .jsonl, .jsonl.gz, .jsonl.zst or .parquet.
-    #[arg(short = 'o', long = "output", value_name = "PATH")]
-    output: PathBuf,
+    /// Output file (or s3://bucket/key); .jsonl, .jsonl.gz, .jsonl.zst or .parquet.
+    #[arg(short = 'o', long = "output", value_name = "PATH", value_parser = super::inputs::location_parser)]
+    output: Location,
 
     /// Output format (default: from the file name).
     #[arg(long, value_parser = ["parquet", "jsonl"])]
@@ -63,7 +63,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let format = match args.format.as_deref() {
         Some("parquet") => GenFormat::Parquet,
         Some(_) => GenFormat::Jsonl,
-        None if args.output.to_string_lossy().to_lowercase().ends_with(".parquet") => GenFormat::Parquet,
+        None if args.output.file_name().to_lowercase().ends_with(".parquet") => GenFormat::Parquet,
         None => GenFormat::Jsonl,
     };
     let start = timestamp::parse_bound(&args.start, 0).map_err(UsageError)?;

@@ -64,7 +64,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.window_days == 0 {
         return Err(UsageError("--window-days must be at least 1".into()).into());
     }
-    let format = args.output.format()?;
+    let format = args.output.format("health", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown])?;
     let prepared = args.input.prepare(Window::default())?;
     let fields = prepared.profile.signature_names();
     let by = args.by.clone().or_else(|| prepared.profile.topic_field.clone().filter(|f| fields.contains(f)));
@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })?),
         None => None,
     };
-    let (acc, tally) = prepared.scan().run(&prepared.inputs, || (DailyCounts::default(), part.map(TopicDays::new)))?;
+    let (acc, tally) = prepared.scan().fold(&prepared.inputs, || (DailyCounts::default(), part.map(TopicDays::new)))?;
     prepared.check_rejects(&tally)?;
     let (whole, topics) = acc;
     let options = HealthOptions { warn, critical: args.critical, window_days: args.window_days };
@@ -84,8 +84,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Json => report::json::render(&health)?,
         OutputFormat::Csv => report::csv::health(&health),
         OutputFormat::Markdown => report::markdown::health(&health),
-        other => return Err(UsageError(format!("health has no {} output", other.name())).into()),
+        OutputFormat::Parquet | OutputFormat::Html => unreachable!("refused by format()"),
     };
-    report::write_output(args.output.output.as_deref(), &bytes)?;
+    prepared.storage.write(&args.output.destination(), &bytes)?;
     Ok(if args.fail_on_critical && health.any_critical() { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
 }

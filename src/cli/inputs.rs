@@ -9,6 +9,7 @@ use dlqf::report::OutputFormat;
 use dlqf::signature::Layout;
 use dlqf::progress::Progress;
 use dlqf::source::{self, Accumulator, Input, Scan, Tally, Window};
+use dlqf::storage::{Location, Storage};
 use dlqf::timestamp;
 
 use super::UsageError;
@@ -53,9 +54,14 @@ pub struct OutputArgs {
     #[arg(long, value_parser = format_parser())]
     pub format: Option<OutputFormat>,
 
-    /// Write the report to this file instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write the report to this file (or s3://bucket/key) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE", value_parser = location_parser)]
+    pub output: Option<Location>,
+}
+
+/// `-o` and other locations, parsed once: a path, `-`, or s3://bucket/key.
+pub fn location_parser(arg: &str) -> Result<Location, String> {
+    Location::parse(arg).map_err(|e| format!("{e:#}"))
 }
 
 fn format_parser() -> impl TypedValueParser<Value = OutputFormat> {
@@ -64,19 +70,31 @@ fn format_parser() -> impl TypedValueParser<Value = OutputFormat> {
 }
 
 impl OutputArgs {
-    pub fn format(&self) -> Result<OutputFormat> {
+    /// The report format (from --format, else the -o name, else table), checked against the
+    /// formats `command` writes before anything is read.
+    pub fn format(&self, command: &str, writes: &[OutputFormat]) -> Result<OutputFormat> {
         let format = self
             .format
-            .or_else(|| self.output.as_deref().and_then(OutputFormat::from_path))
+            .or_else(|| self.output.as_ref().and_then(|o| OutputFormat::from_name_of(o.file_name())))
             .unwrap_or(OutputFormat::Table);
-        if format.is_binary() && self.output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            return Err(UsageError(format!("{format:?} output is binary: write it to a file with -o")).into());
+        if !writes.contains(&format) {
+            let names: Vec<&str> = writes.iter().map(|f| f.name()).collect();
+            return Err(UsageError(format!("--format {}: {command} writes {}", format.name(), names.join(", "))).into());
+        }
+        if format.is_binary() && self.destination().is_std() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            return Err(UsageError(format!("--format {}: the output is binary: write it to a file with -o", format.name())).into());
         }
         Ok(format)
+    }
+
+    /// Where the report goes: -o, else stdout.
+    pub fn destination(&self) -> Location {
+        self.output.clone().unwrap_or(Location::Std)
     }
 }
 
 pub struct Loaded<A> {
+    pub storage: Storage,
     pub profile: Profile,
     pub layout: Layout,
     pub acc: A,
@@ -110,14 +128,15 @@ impl InputArgs {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let inputs = source::prune_partitions(source::resolve_inputs(&self.inputs)?, window);
+        let storage = Storage::new();
+        let inputs = source::prune_partitions(source::inputs(&storage, &self.inputs)?, window);
         if inputs.is_empty() {
             eprintln!("dlqf: warning: no dump files found in {}", self.inputs.join(" "));
         }
         let layout = Layout::new(&profile);
         let total_bytes: u64 = inputs.iter().filter_map(|i: &Input| i.size).sum();
         let progress = Progress::for_bytes(total_bytes, !self.no_progress);
-        Ok(Prepared { profile, layout, inputs, window, progress, strict: self.strict })
+        Ok(Prepared { storage, profile, layout, inputs, window, progress, strict: self.strict })
     }
 
     /// Scans the inputs through the profile into one accumulator, reporting rejected rows.
@@ -127,14 +146,15 @@ impl InputArgs {
         F: Fn() -> A + Sync,
     {
         let prepared = self.prepare(Window::default())?;
-        let (acc, tally) = prepared.scan().run(&prepared.inputs, make)?;
+        let (acc, tally) = prepared.scan().fold(&prepared.inputs, make)?;
         prepared.check_rejects(&tally)?;
-        let Prepared { profile, layout, .. } = prepared;
-        Ok(Loaded { profile, layout, acc, tally })
+        let Prepared { storage, profile, layout, .. } = prepared;
+        Ok(Loaded { storage, profile, layout, acc, tally })
     }
 }
 
 pub struct Prepared {
+    pub storage: Storage,
     pub profile: Profile,
     pub layout: Layout,
     pub inputs: Vec<Input>,
@@ -145,7 +165,7 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn scan(&self) -> Scan<'_> {
-        Scan { layout: &self.layout, window: self.window, progress: &self.progress }
+        Scan { storage: &self.storage, layout: &self.layout, window: self.window, progress: &self.progress }
     }
 
     /// Names the first rejected rows on stderr; under --strict any of them is an error.

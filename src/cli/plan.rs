@@ -3,13 +3,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, ManifestWriter};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::plan::summary::Review;
 use dlqf::plan::{entry_line, Planner};
-use dlqf::source::{Input, Location, Window};
+use dlqf::source::{Input, Window};
+use dlqf::storage::{Location, Output};
 use dlqf::timestamp;
 
 use super::inputs::InputArgs;
@@ -51,8 +52,8 @@ pub struct Args {
     fix: Option<PathBuf>,
 
     /// Where to write the manifest (JSON-lines): a file, or s3://bucket/key.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    output: PathBuf,
+    #[arg(short = 'o', long = "output", value_name = "FILE", value_parser = super::inputs::location_parser)]
+    output: Location,
 
     /// Format of the review summary printed on stdout.
     #[arg(long, value_enum, default_value = "table")]
@@ -76,9 +77,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     policy.check_fields(&signature_fields).map_err(|e| UsageError(format!("policy: {e:#}")))?;
     let planner = Planner { profile: &prepared.profile, layout: &prepared.layout, policy: &policy, fixes: &fixes, signature_fields };
 
-    let to_s3 = args.output.to_string_lossy().starts_with("s3://");
-    let temp_dir = std::env::temp_dir();
-    let dir = if to_s3 { temp_dir.as_path() } else { args.output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")) };
+    let output = Output::create(&prepared.storage, &args.output)?;
     let header = Header {
         manifest: manifest::FORMAT.into(),
         created_at: timestamp::format_micros(now - now % 1_000_000),
@@ -94,7 +93,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         entries_sha256: String::new(),
         manifest_sha256: String::new(),
     };
-    let mut writer = ManifestWriter::create(dir, header)?;
+    let mut writer = ManifestWriter::create(output, &args.output.to_string(), header)?;
     let mut review = Review::default();
     let tally = prepared.scan().records(
         &prepared.inputs,
@@ -108,12 +107,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         },
     )?;
     prepared.check_rejects(&tally)?;
-    let (header, tmp) = writer.finish(tally.rejected)?;
-    if to_s3 {
-        dlqf::source::s3::upload_file(&args.output.to_string_lossy(), tmp.path())?;
-    } else {
-        tmp.persist(&args.output).with_context(|| format!("{}: cannot write", args.output.display()))?;
-    }
+    let header = writer.finish(tally.rejected)?;
     let text = match args.format {
         SummaryFormat::Table => review.table(&header),
         SummaryFormat::Markdown => review.markdown(&header),
@@ -124,11 +118,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 fn stamp(input: &Input) -> InputStamp {
     let modified = match &input.location {
-        Location::Path(p) => std::fs::metadata(p)
+        Location::File(p) => std::fs::metadata(p)
             .and_then(|m| m.modified())
             .ok()
             .map(|t| timestamp::format_micros(chrono::DateTime::<chrono::Utc>::from(t).timestamp_micros())),
-        Location::Stdin | Location::S3 { .. } => None,
+        Location::Std | Location::S3 { .. } => None,
     };
     InputStamp { path: input.display.clone(), size: input.size, modified }
 }

@@ -5,8 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use dlqf::analyze::sql;
+use dlqf::progress::Progress;
 use dlqf::report::{self, table};
-use dlqf::source;
+use dlqf::source::{self, RawTable};
+use dlqf::storage::{Location, Storage};
 use serde_json::Value;
 
 use super::UsageError;
@@ -39,9 +41,13 @@ pub struct Args {
     #[arg(long, value_parser = ["table", "json", "csv"], default_value = "table")]
     format: String,
 
-    /// Write the result to this file instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    output: Option<PathBuf>,
+    /// Write the result to this file (or s3://bucket/key) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE", value_parser = super::inputs::location_parser)]
+    output: Option<Location>,
+
+    /// No progress bar, even on a terminal.
+    #[arg(long)]
+    no_progress: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -50,9 +56,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?,
         (None, None) => return Err(UsageError("give the SQL with -e or --file".into()).into()),
     };
-    let inputs = source::resolve_inputs(&args.inputs)?;
-    let (df, tally) = sql::query(&inputs, &text)?;
-    super::inputs::report_rejects(&tally);
+    let storage = Storage::new();
+    let inputs = source::inputs(&storage, &args.inputs)?;
+    let progress = Progress::for_bytes(inputs.iter().filter_map(|i| i.size).sum(), !args.no_progress);
+    let table = RawTable::read(&storage, &inputs, &progress)?;
+    super::inputs::report_rejects(&table.tally);
+    let df = sql::query(&table, &text)?;
     let rows = dlqf::values::rows(&df)?;
     let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();
     let bytes = match args.format.as_str() {
@@ -63,7 +72,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             table::render(&names, &cells, 0).into_bytes()
         }
     };
-    report::write_output(args.output.as_deref(), &bytes)?;
+    storage.write(&args.output.unwrap_or(Location::Std), &bytes)?;
     Ok(ExitCode::SUCCESS)
 }
 

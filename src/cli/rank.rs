@@ -57,7 +57,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !(0.0..=1.0).contains(&args.alert_share) {
         return Err(UsageError(format!("--alert-share must be between 0 and 1, got {}", args.alert_share)).into());
     }
-    let format = args.output.format()?;
+    let format = args.output.format("rank", &OutputFormat::ALL)?;
     // The HTML page also draws trend lines: count per hour in the same scan, then choose the
     // period length that suits the data's span.
     let html = format == OutputFormat::Html;
@@ -99,7 +99,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             report::html::rank(&ranking, &trend)
         }
     };
-    report::write_output(args.output.output.as_deref(), &bytes)?;
+    loaded.storage.write(&args.output.destination(), &bytes)?;
     let alert = ranking.dominant.as_ref().is_some_and(|d| d.alert);
     Ok(if args.fail_on_dominant && alert { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
 }

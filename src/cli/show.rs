@@ -1,11 +1,11 @@
 //! `dlqf show`: the review summary of a manifest, after checking its digest.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use dlqf::manifest::Manifest;
 use dlqf::plan::summary::Review;
+use dlqf::storage::{Location, Storage};
 
 /// Summarise a replay manifest for review: digest, counts per decision and per signature.
 ///
@@ -14,8 +14,9 @@ use dlqf::plan::summary::Review;
 /// `dlqf execute --expect-digest` refuses any other manifest.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The manifest written by `dlqf plan`.
-    manifest: PathBuf,
+    /// The manifest written by `dlqf plan` (a file or s3://bucket/key).
+    #[arg(value_parser = super::inputs::location_parser)]
+    manifest: Location,
 
     #[arg(long, value_enum, default_value = "table")]
     format: SummaryFormat,
@@ -28,7 +29,8 @@ pub enum SummaryFormat {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let mut manifest = Manifest::open_verified(&args.manifest, None)?;
+    let storage = Storage::new();
+    let mut manifest = Manifest::open_verified(&args.manifest.to_string(), storage.open(&args.manifest)?, None)?;
     let mut review = Review::default();
     for entry in manifest.entries()? {
         let entry = entry?;

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.window == 0 {
         return Err(UsageError("--window must be at least 1".into()).into());
     }
-    let format = args.output.format()?;
+    let format = args.output.format("trend", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown])?;
     let every = args.every;
     let loaded = args.input.load(|| TrendGroups::new(every))?;
     let options = TrendOptions {
@@ -84,8 +84,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Json => report::json::render(&trend)?,
         OutputFormat::Csv => report::csv::trend(&trend),
         OutputFormat::Markdown => report::markdown::trend(&trend),
-        other => return Err(UsageError(format!("trend has no {} output", other.name())).into()),
+        OutputFormat::Parquet | OutputFormat::Html => unreachable!("refused by format()"),
     };
-    report::write_output(args.output.output.as_deref(), &bytes)?;
+    loaded.storage.write(&args.output.destination(), &bytes)?;
     Ok(ExitCode::SUCCESS)
 }

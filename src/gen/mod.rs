@@ -6,7 +6,6 @@ mod rng;
 mod vision;
 mod write;
 
-use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use serde_json::Value;
@@ -24,7 +23,7 @@ pub struct GenOptions {
     pub profile: String,
     pub rows: u64,
     pub seed: u64,
-    pub output: PathBuf,
+    pub output: crate::storage::Location,
     pub format: GenFormat,
     /// Share of rows that are malformed (0.0 to 1.0).
     pub malformed: f64,

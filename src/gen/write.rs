@@ -3,14 +3,13 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use polars::prelude::*;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::temp::TempFile;
+use crate::storage::{Output, Storage};
 
 use super::{make_row, Breakage, GenFormat, GenOptions, GenRow, Generator};
 
@@ -25,22 +24,18 @@ pub enum ColumnKind {
 const JSONL_CHUNK_ROWS: u64 = 20_000;
 
 pub fn write(options: &GenOptions, generator: &dyn Generator) -> Result<()> {
-    let path = &options.output;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create directory", dir.display()))?;
-    }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = TempFile::in_dir(dir);
-    let file = File::create(tmp.path()).with_context(|| format!("{}: cannot create", tmp.path().display()))?;
+    let storage = Storage::new();
+    let mut output = Output::create(&storage, &options.output)?;
+    let file = output.file().try_clone().with_context(|| format!("{}: cannot write", options.output))?;
     match options.format {
-        GenFormat::Jsonl => write_jsonl(options, generator, file, path)?,
+        GenFormat::Jsonl => write_jsonl(options, generator, file)?,
         GenFormat::Parquet => write_parquet(options, generator, file)?,
     }
-    tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))
+    output.commit()
 }
 
-fn write_jsonl(options: &GenOptions, generator: &dyn Generator, file: File, path: &Path) -> Result<()> {
-    let name = path.to_string_lossy().to_lowercase();
+fn write_jsonl(options: &GenOptions, generator: &dyn Generator, file: File) -> Result<()> {
+    let name = options.output.file_name().to_lowercase();
     let mut out: Box<dyn Write> = if name.ends_with(".gz") {
         Box::new(flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::fast()))
     } else if name.ends_with(".zst") {

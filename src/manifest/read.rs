@@ -2,8 +2,7 @@
 //! keeps a private copy of the bytes checked, so nothing later can run bytes nobody verified.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use anyhow::{bail, Context, Result};
 use serde::de::IgnoredAny;
@@ -45,9 +44,8 @@ impl Manifest {
     /// `manifest_sha256` (and that this is `expected`, the reviewed digest, when given), the
     /// entries their `entries_sha256`, and the header's counts the entries. Any mismatch is an
     /// error naming it, before anything is sent.
-    pub fn open_verified(path: &Path, expected: Option<&str>) -> Result<Manifest> {
-        let name = path.display().to_string();
-        let source = File::open(path).with_context(|| format!("{name}: cannot open"))?;
+    pub fn open_verified(name: &str, source: impl Read, expected: Option<&str>) -> Result<Manifest> {
+        let name = name.to_string();
         let mut reader = BufReader::with_capacity(1 << 20, source);
         let copy = private_file()?;
         let mut writer = BufWriter::with_capacity(1 << 20, &copy);

@@ -1,20 +1,19 @@
 //! Writing a manifest in one pass: the header comes first but is known last, so its widest
 //! form is reserved, the entries stream after it, and the sealed header fills the space.
 
-use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use super::{hex, manifest_digest, Decision, DecisionCounts, Header};
-use crate::temp::TempFile;
+use crate::storage::Output;
 
-/// A manifest being written to a temporary file beside its destination.
-pub struct ManifestWriter {
-    tmp: TempFile,
-    out: BufWriter<File>,
+/// A manifest being written to its output (a temporary file until it is finished).
+pub struct ManifestWriter<'o> {
+    output: Output<'o>,
+    name: String,
+    out: BufWriter<std::fs::File>,
     header: Header,
     reserved: usize,
     entries: Sha256,
@@ -22,10 +21,10 @@ pub struct ManifestWriter {
     counts: DecisionCounts,
 }
 
-impl ManifestWriter {
-    /// Starts a manifest in `dir` whose header is `header` once its counts and digests are
+impl<'o> ManifestWriter<'o> {
+    /// Starts a manifest in `output` whose header is `header` once its counts and digests are
     /// filled in (whatever they hold now is replaced).
-    pub fn create(dir: &Path, header: Header) -> Result<ManifestWriter> {
+    pub fn create(mut output: Output<'o>, name: &str, header: Header) -> Result<ManifestWriter<'o>> {
         // The widest values the header can end up with: JSON allows the trailing spaces that
         // pad a narrower one.
         let widest = Header {
@@ -37,12 +36,10 @@ impl ManifestWriter {
             ..header
         };
         let reserved = serde_json::to_vec(&widest)?.len();
-        let tmp = TempFile::in_dir(dir);
-        let file = File::create(tmp.path()).with_context(|| format!("{}: cannot create", tmp.path().display()))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = BufWriter::with_capacity(1 << 20, output.file().try_clone().with_context(|| format!("{name}: cannot write"))?);
         out.write_all(&vec![b' '; reserved])?;
         out.write_all(b"\n")?;
-        Ok(ManifestWriter { tmp, out, header: widest, reserved, entries: Sha256::new(), count: 0, counts: DecisionCounts::default() })
+        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, entries: Sha256::new(), count: 0, counts: DecisionCounts::default() })
     }
 
     /// Appends one entry line (with its newline), in manifest order.
@@ -50,12 +47,12 @@ impl ManifestWriter {
         self.entries.update(line);
         self.count += 1;
         self.counts.add(decision);
-        self.out.write_all(line).with_context(|| format!("{}: cannot write", self.tmp.path().display()))
+        self.out.write_all(line).with_context(|| format!("{}: cannot write", self.name))
     }
 
-    /// Seals the header over the entries written and writes it in place. Returns the header
-    /// and the finished file, still temporary until the caller persists or uploads it.
-    pub fn finish(self, rejected: u64) -> Result<(Header, TempFile)> {
+    /// Seals the header over the entries written, writes it in place and puts the manifest
+    /// where it goes (renamed into place, or uploaded). Returns the sealed header.
+    pub fn finish(self, rejected: u64) -> Result<Header> {
         let mut header = Header {
             counts: self.counts,
             rejected,
@@ -70,8 +67,8 @@ impl ManifestWriter {
         line.resize(self.reserved, b' ');
         let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
         file.seek(SeekFrom::Start(0))?;
-        file.write_all(&line)?;
-        file.sync_all().with_context(|| format!("{}: cannot write", self.tmp.path().display()))?;
-        Ok((header, self.tmp))
+        file.write_all(&line).with_context(|| format!("{}: cannot write", self.name))?;
+        self.output.commit()?;
+        Ok(header)
     }
 }

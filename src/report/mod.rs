@@ -1,5 +1,5 @@
 //! Renders analysis results for people (table, markdown) and machines (json, csv, parquet).
-//! Every renderer returns bytes; `write_output` puts them on stdout or atomically in a file.
+//! Every renderer returns bytes; storage writes them to stdout, a file or S3.
 
 pub mod csv;
 pub mod html;
@@ -8,12 +8,6 @@ pub mod markdown;
 pub mod parquet;
 pub mod table;
 
-use std::io::Write;
-use std::path::Path;
-
-use anyhow::{Context, Result};
-
-use crate::temp::TempFile;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputFormat {
@@ -27,6 +21,8 @@ pub enum OutputFormat {
 
 impl OutputFormat {
     pub const NAMES: &'static [&'static str] = &["table", "json", "csv", "markdown", "parquet", "html"];
+    pub const ALL: [OutputFormat; 6] =
+        [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::Parquet, OutputFormat::Html];
 
     pub fn from_name(name: &str) -> Option<OutputFormat> {
         Some(match name {
@@ -41,8 +37,8 @@ impl OutputFormat {
     }
 
     /// The format a file name implies (`report.json`, `report.md`, …), if any.
-    pub fn from_path(path: &Path) -> Option<OutputFormat> {
-        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+    pub fn from_name_of(file_name: &str) -> Option<OutputFormat> {
+        match file_name.rsplit_once('.')?.1.to_ascii_lowercase().as_str() {
             "json" => Some(OutputFormat::Json),
             "csv" => Some(OutputFormat::Csv),
             "md" | "markdown" => Some(OutputFormat::Markdown),
@@ -66,25 +62,6 @@ impl OutputFormat {
 
     pub fn is_binary(self) -> bool {
         self == OutputFormat::Parquet
-    }
-}
-
-/// Writes to `path` through a temporary file and a rename, so a reader never sees half a
-/// report (to `s3://…` in one PUT); without a path, to stdout.
-pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
-    match path {
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(bytes).and_then(|_| out.flush()).context("writing to stdout")
-        }
-        Some(path) if path.to_string_lossy().starts_with("s3://") => crate::source::s3::put(&path.to_string_lossy(), bytes.to_vec()),
-        Some(path) => {
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let tmp = TempFile::in_dir(dir);
-            let mut file = std::fs::File::create(tmp.path()).with_context(|| format!("{}: cannot create a file in {}", path.display(), dir.display()))?;
-            file.write_all(bytes).and_then(|_| file.sync_all()).with_context(|| format!("{}: write failed", path.display()))?;
-            tmp.persist(path).with_context(|| format!("{}: cannot write", path.display()))
-        }
     }
 }
 

@@ -1,82 +1,78 @@
-//! JSON-lines scanning: the stream is cut into large newline-aligned chunks that are parsed in
-//! parallel, reading only the profile's fields; line numbers are restored in chunk order.
+//! JSON-lines: the stream is cut into large newline-aligned chunks (a byte-order mark dropped)
+//! that are parsed in parallel, reading only the profile's fields; lines are counted per chunk
+//! so numbers can be restored in chunk order.
 
-use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use rayon::iter::{ParallelBridge, ParallelIterator};
 
-use super::{Accumulator, Compression, Input, LocalTally, Location, Scan, Tally};
 use super::json_fields::FieldPicker;
+use super::rows::{FullRow, PieceTally, Record, Rows};
+use super::{Compression, Input, Piece};
 use crate::signature::Cell;
+use crate::storage::Opener;
 
 const CHUNK_BYTES: usize = 8 << 20;
 
-pub(super) fn scan<A, F>(scan: &Scan, input: &Input, compression: Compression, make: &F) -> Result<(A, Tally)>
-where
-    A: Accumulator,
-    F: Fn() -> A + Sync,
-{
-    let chunks = open_chunks(input, compression)?;
-    let spare = chunks.spare.clone();
-
-    let folded = chunks
-        .par_bridge()
-        .try_fold(
-            || (make(), Vec::new()),
-            |(mut acc, mut metas), chunk| -> io::Result<(A, Vec<ChunkMeta>)> {
-                let (index, bytes) = chunk?;
-                scan.progress.advance(bytes.len() as u64);
-                metas.push(parse_chunk(scan, index, &bytes, &mut acc));
-                spare.lock().expect("spare buffers").push(bytes);
-                Ok((acc, metas))
-            },
-        )
-        .try_reduce(
-            || (make(), Vec::new()),
-            |(mut a, mut ma), (b, mb)| {
-                a.merge(b);
-                ma.extend(mb);
-                Ok((a, ma))
-            },
-        );
-    let (acc, mut metas) = folded.with_context(|| format!("{}: read error", input.display))?;
-
-    metas.sort_by_key(|m| m.index);
-    let mut tally = Tally::default();
-    let mut lines_before = 0;
-    for meta in metas {
-        tally.absorb(meta.tally.into_tally(&input.display, lines_before));
-        lines_before += meta.lines;
-    }
-    Ok((acc, tally))
-}
-
-/// The input's bytes, decompressed, as numbered newline-aligned chunks.
-pub(super) fn open_chunks(input: &Input, compression: Compression) -> Result<Chunks> {
-    let reader = open_reader(input, compression)?;
-    Ok(Chunks { reader, carry: Vec::new(), index: 0, done: false, size: CHUNK_BYTES, spare: Default::default() })
-}
-
-/// The input's bytes, decompressed, from a file, stdin or S3.
-pub fn open_reader(input: &Input, compression: Compression) -> Result<Box<dyn Read + Send>> {
-    let raw: Box<dyn Read + Send> = match &input.location {
-        Location::Stdin => Box::new(io::stdin()),
-        Location::Path(p) => Box::new(File::open(p).with_context(|| format!("{}: cannot open", input.display))?),
-        Location::S3 { bucket, key } => super::s3::open(bucket, key)?,
+/// The input's lines as numbered newline-aligned chunks, decompressed (by the name's
+/// extension, or by the stream's first bytes when the name says nothing, as on stdin).
+pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -> Result<Chunks> {
+    let raw = opener.open(&input.location)?;
+    let mut peek = BufReader::with_capacity(1 << 20, raw);
+    let head = peek.fill_buf().with_context(|| format!("{}: cannot read", input.display))?;
+    let compression = match (compression, head) {
+        (Compression::None, [0x1f, 0x8b, ..]) => Compression::Gzip,
+        (Compression::None, [0x28, 0xb5, 0x2f, 0xfd, ..]) => Compression::Zstd,
+        (given, _) => given,
     };
     let reader: Box<dyn Read + Send> = match compression {
-        Compression::None => raw,
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, raw))),
-        Compression::Zstd => Box::new(zstd::Decoder::new(raw).with_context(|| format!("{}: not a zstd stream", input.display))?),
+        Compression::None => Box::new(peek),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(peek)),
+        Compression::Zstd => Box::new(zstd::Decoder::with_buffer(peek).with_context(|| format!("{}: not a zstd stream", input.display))?),
     };
-    Ok(reader)
+    Ok(Chunks::new(reader, CHUNK_BYTES))
+}
+
+/// Decodes one chunk: each line through the field picker and the rows' layout; `accept` gets
+/// every accepted row with its line's own text as the record.
+pub(super) fn decode<'b>(rows: &Rows, bytes: &'b [u8], mut accept: impl FnMut(FullRow<'_>)) -> PieceTally {
+    let names = &rows.layout.columns;
+    let mut cells: Vec<Cell> = vec![Cell::Missing; names.len()];
+    let mut key = Vec::with_capacity(128);
+    let mut tally = PieceTally::default();
+    let mut picker = FieldPicker::new(names);
+    tally.lines = for_each_line(bytes, |line_no, line| {
+        cells.iter_mut().for_each(|c| *c = Cell::Missing);
+        match parse_line(line, &mut picker, &mut cells) {
+            Ok(()) => {
+                let text = std::str::from_utf8(line).expect("checked by parse_line");
+                rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim()) }))
+            }
+            Err(reason) => tally.reject(line_no, reason),
+        }
+    });
+    tally
+}
+
+/// Checks one chunk's lines as JSON objects for SQL, passing each valid line to `valid`; the
+/// rest are counted and named in the tally.
+pub(super) fn check_objects(bytes: &[u8], mut valid: impl FnMut(&[u8])) -> PieceTally {
+    let mut picker = FieldPicker::new(&[]);
+    let mut tally = PieceTally::default();
+    tally.lines = for_each_line(bytes, |line_no, line| match parse_line(line, &mut picker, &mut []) {
+        Ok(()) => {
+            tally.accepted += 1;
+            valid(line);
+        }
+        Err(reason) => tally.reject(line_no, reason),
+    });
+    tally
 }
 
 /// The lines of a chunk with their 1-based numbers within it; blank lines are skipped but
 /// counted. Returns the number of lines.
-pub fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> u64 {
+pub(super) fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> u64 {
     let mut line_no = 0u64;
     let mut rest = bytes;
     while !rest.is_empty() {
@@ -94,28 +90,6 @@ pub fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> u
     line_no
 }
 
-struct ChunkMeta {
-    index: usize,
-    lines: u64,
-    tally: LocalTally,
-}
-
-fn parse_chunk<A: Accumulator>(scan: &Scan, index: usize, bytes: &[u8], acc: &mut A) -> ChunkMeta {
-    let names = &scan.layout.columns;
-    let mut cells: Vec<Cell> = vec![Cell::Missing; names.len()];
-    let mut key = Vec::with_capacity(128);
-    let mut tally = LocalTally::default();
-    let mut picker = FieldPicker::new(names);
-    let lines = for_each_line(bytes, |line_no, line| {
-        cells.iter_mut().for_each(|c| *c = Cell::Missing);
-        match parse_line(line, &mut picker, &mut cells) {
-            Ok(()) => scan.take_row(&cells, &mut key, acc, &mut tally, line_no),
-            Err(reason) => tally.reject(line_no, reason),
-        }
-    });
-    ChunkMeta { index, lines, tally }
-}
-
 /// Parses one line as a JSON object, keeping only the fields named in `names`.
 pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &mut [Cell<'a>]) -> Result<(), String> {
     let text = match simdutf8::basic::from_utf8(line) {
@@ -128,25 +102,47 @@ pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &m
     picker.pick(text, cells)
 }
 
-/// Newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order.
+/// A stream cut into newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order;
+/// shared by the tasks that decode them (one reads the next chunk at a time).
 pub(super) struct Chunks {
+    reader: Mutex<ChunkReader>,
+    /// Buffers handed back after decoding, reused so their pages need not be faulted in again.
+    spare: Mutex<Vec<Vec<u8>>>,
+}
+
+struct ChunkReader {
     reader: Box<dyn Read + Send>,
     carry: Vec<u8>,
     index: usize,
     done: bool,
     size: usize,
-    /// Buffers handed back after parsing, reused so their pages need not be faulted in again.
-    pub(super) spare: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
 }
 
-impl Iterator for Chunks {
-    type Item = io::Result<(usize, Vec<u8>)>;
+impl Chunks {
+    fn new(reader: Box<dyn Read + Send>, size: usize) -> Chunks {
+        Chunks { reader: Mutex::new(ChunkReader { reader, carry: Vec::new(), index: 0, done: false, size }), spare: Mutex::new(Vec::new()) }
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The chunks, in order, as pieces; a read error names the input.
+    pub(super) fn iter<'a>(&'a self, display: &'a str) -> impl Iterator<Item = Result<Piece>> + Send + 'a {
+        std::iter::from_fn(move || {
+            let spare = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
+            let next = self.reader.lock().expect("chunk reader").next(spare)?;
+            Some(next.map(|(index, bytes)| Piece::Chunk(index, bytes)).with_context(|| format!("{display}: read error")))
+        })
+    }
+
+    /// Returns a decoded chunk's buffer for reuse.
+    pub(super) fn give_back(&self, bytes: Vec<u8>) {
+        self.spare.lock().expect("spare buffers").push(bytes);
+    }
+}
+
+impl ChunkReader {
+    fn next(&mut self, mut buf: Vec<u8>) -> Option<io::Result<(usize, Vec<u8>)>> {
         if self.done {
             return None;
         }
-        let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(&self.carry);
         self.carry.clear();
@@ -213,8 +209,14 @@ mod tests {
     #[test]
     fn chunks_end_on_newlines_and_cover_every_byte() {
         let text: Vec<u8> = (0..200_000).flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes()).collect();
-        let chunks = Chunks { reader: Box::new(io::Cursor::new(text.clone())), carry: Vec::new(), index: 0, done: false, size: 1000, spare: Default::default() };
-        let parts: Vec<Vec<u8>> = chunks.map(|c| c.unwrap().1).collect();
+        let chunks = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000);
+        let parts: Vec<Vec<u8>> = chunks
+            .iter("t")
+            .map(|c| match c.unwrap() {
+                Piece::Chunk(_, bytes) => bytes,
+                Piece::Group(_) => unreachable!(),
+            })
+            .collect();
         assert!(parts.len() > 100);
         assert!(parts.iter().all(|p| p.ends_with(b"\n")));
         assert_eq!(parts.concat(), text);

@@ -1,24 +1,29 @@
-//! Where records come from: resolves the user's input arguments to concrete inputs and scans
-//! them in parallel into an accumulator, counting and naming every row it cannot read.
+//! Decoding: inputs (JSON-lines or Parquet, wherever `storage` finds them) become rows of
+//! cells, each accepted through the profile or rejected with a reason, and reach their
+//! consumer through one of three drivers: `fold` (rank, trend, health), `records` (plan, in
+//! order) and `table` (query's raw records).
 
 pub mod json_fields;
 mod jsonl;
-mod local;
 mod parquet;
-mod records;
-pub mod s3;
+mod rows;
+mod table;
 
-use std::path::PathBuf;
+use std::collections::HashSet;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use rayon::prelude::*;
 
-pub use local::resolve_inputs;
 pub use json_fields::FieldPicker;
-pub use jsonl::{for_each_line, open_reader};
-pub use records::{FullRow, Record};
+pub use rows::{FullRow, Record};
+pub use table::RawTable;
 
 use crate::progress::Progress;
 use crate::signature::{Layout, RowFacts};
+use crate::storage::{Location, Opener, Storage};
+use jsonl::Chunks;
+use parquet::{Group, ParquetSource};
+use rows::{PieceTally, Rows};
 
 /// How many rejected rows are kept with their `file:line: reason`; all are counted.
 pub const NAMED_REJECTS: usize = 20;
@@ -36,21 +41,77 @@ pub enum Format {
     Jsonl(Compression),
 }
 
-#[derive(Clone, Debug)]
-pub enum Location {
-    Stdin,
-    Path(PathBuf),
-    S3 { bucket: String, key: String },
-}
-
-/// One concrete input: a file (or stdin) with a known format.
+/// One concrete input with a known format.
 #[derive(Clone, Debug)]
 pub struct Input {
-    /// How the input is named in messages: the path as the user gave or we found it.
+    /// How the input is named in messages: the path or URL as found.
     pub display: String,
     pub location: Location,
     pub format: Format,
     pub size: Option<u64>,
+}
+
+/// Resolves input arguments into inputs sorted by name (byte order), so results never depend
+/// on the order they were given in; a file named twice (or by name and through its folder)
+/// is read once, under the smallest of its names. Inside folders, prefixes and globs only
+/// dump files count (by extension); a file named explicitly is read whatever its name.
+pub fn inputs(storage: &Storage, args: &[String]) -> Result<Vec<Input>> {
+    let mut found: Vec<(Input, String)> = Vec::new();
+    for arg in args {
+        for object in storage.list(arg)? {
+            let format = match format_from_name(object.location.file_name()) {
+                Some(format) => format,
+                None if object.explicit => sniff(storage, &object.location)?,
+                None => continue,
+            };
+            let display = match &object.location {
+                Location::Std => "<stdin>".to_string(),
+                other => other.to_string(),
+            };
+            let same = match &object.location {
+                Location::File(p) => p.canonicalize().unwrap_or_else(|_| p.clone()).to_string_lossy().into_owned(),
+                _ => display.clone(),
+            };
+            found.push((Input { display, location: object.location, format, size: object.size }, same));
+        }
+    }
+    found.sort_by(|a, b| a.0.display.cmp(&b.0.display).then_with(|| a.1.cmp(&b.1)));
+    let mut seen = HashSet::new();
+    Ok(found.into_iter().filter(|(_, same)| seen.insert(same.clone())).map(|(input, _)| input).collect())
+}
+
+/// The format a file name implies: `.parquet`/`.pq`, or `.jsonl`/`.ndjson`/`.json` with an
+/// optional `.gz`/`.zst`.
+pub fn format_from_name(name: &str) -> Option<Format> {
+    let name = name.to_lowercase();
+    let (stem, compression) = if let Some(s) = name.strip_suffix(".gz") {
+        (s, Compression::Gzip)
+    } else if let Some(s) = name.strip_suffix(".zst").or_else(|| name.strip_suffix(".zstd")) {
+        (s, Compression::Zstd)
+    } else {
+        (name.as_str(), Compression::None)
+    };
+    if compression == Compression::None && (stem.ends_with(".parquet") || stem.ends_with(".pq")) {
+        return Some(Format::Parquet);
+    }
+    if stem.ends_with(".jsonl") || stem.ends_with(".ndjson") || stem.ends_with(".json") {
+        return Some(Format::Jsonl(compression));
+    }
+    None
+}
+
+/// The format of a file whose name says nothing, from its first bytes (stdin: JSON-lines,
+/// its compression found when it is read).
+fn sniff(storage: &Storage, location: &Location) -> Result<Format> {
+    if location.is_std() {
+        return Ok(Format::Jsonl(Compression::None));
+    }
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(storage.open(location)?, 4), &mut head).with_context(|| format!("{location}: cannot read"))?;
+    Ok(match head.as_slice() {
+        b"PAR1" => Format::Parquet,
+        _ => Format::Jsonl(Compression::None),
+    })
 }
 
 /// What a scan folds every accepted row into. Merge must be order-independent, so results do
@@ -150,130 +211,192 @@ pub struct Tally {
     pub rejects: Vec<Reject>,
 }
 
-impl Tally {
-    fn absorb(&mut self, other: Tally) {
-        self.accepted += other.accepted;
-        self.outside_window += other.outside_window;
-        self.rejected += other.rejected;
-        self.rejects.extend(other.rejects);
-        self.rejects.truncate(NAMED_REJECTS);
-    }
-}
-
+/// A scan of inputs through a profile's layout and a time window.
 pub struct Scan<'a> {
+    pub storage: &'a Storage,
     pub layout: &'a Layout,
     pub window: Window,
     pub progress: &'a Progress,
 }
 
+/// An input cut into pieces decoded independently: chunks of lines, or row groups.
+enum Pieces<'s> {
+    Lines(Chunks),
+    Groups(ParquetSource<'s>, Vec<Group>),
+}
+
+/// One piece, numbered in input order.
+enum Piece {
+    Chunk(usize, Vec<u8>),
+    Group(Group),
+}
+
+impl Piece {
+    fn index(&self) -> usize {
+        match self {
+            Piece::Chunk(index, _) => *index,
+            Piece::Group(group) => group.index,
+        }
+    }
+
+    /// Bytes read, for progress.
+    fn bytes(&self) -> u64 {
+        match self {
+            Piece::Chunk(_, bytes) => bytes.len() as u64,
+            Piece::Group(group) => group.bytes,
+        }
+    }
+}
+
 impl Scan<'_> {
-    /// Reads every input into one accumulator made by `make`.
-    pub fn run<A, F>(&self, inputs: &[Input], make: F) -> Result<(A, Tally)>
+    fn rows(&self) -> Rows<'_> {
+        Rows { layout: self.layout, window: self.window }
+    }
+
+    fn pieces<'s>(&'s self, opener: &Opener, input: &Input) -> Result<Pieces<'s>> {
+        Ok(match input.format {
+            Format::Jsonl(compression) => Pieces::Lines(jsonl::chunks(opener, input, compression)?),
+            Format::Parquet => {
+                let source = ParquetSource::open(self.storage, input)?;
+                let groups = source.groups();
+                Pieces::Groups(source, groups)
+            }
+        })
+    }
+
+    /// Decodes one piece, `accept` getting each accepted row (with its whole record when
+    /// `records`). A chunk's buffer goes back to the reader for reuse.
+    fn decode(&self, pieces: &Pieces, piece: Piece, records: bool, accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
+        self.progress.advance(piece.bytes());
+        match (pieces, piece) {
+            (Pieces::Lines(chunks), Piece::Chunk(_, bytes)) => {
+                let tally = jsonl::decode(&self.rows(), &bytes, accept);
+                chunks.give_back(bytes);
+                Ok(tally)
+            }
+            (Pieces::Groups(source, _), Piece::Group(group)) => {
+                let columns = (!records).then_some(self.layout.columns.as_slice());
+                let df = source.load(group, columns)?;
+                parquet::decode(&self.rows(), &df, records, accept)
+            }
+            _ => unreachable!("pieces come from their own input"),
+        }
+    }
+
+    /// Reads every input into one accumulator made by `make`: pieces are decoded in parallel,
+    /// in any order, and merged.
+    pub fn fold<A, F>(&self, inputs: &[Input], make: F) -> Result<(A, Tally)>
     where
         A: Accumulator,
         F: Fn() -> A + Sync,
     {
+        let opener = self.storage.open_in_order(&objects(inputs));
         let mut acc = make();
         let mut tally = Tally::default();
         for input in inputs {
-            let (part, part_tally) = match input.format {
-                Format::Parquet => {
-                    let local = LocalCopy::of(input)?;
-                    parquet::scan(self, local.path(), &input.display, &make)?
-                }
-                Format::Jsonl(compression) => jsonl::scan(self, input, compression, &make)?,
+            let pieces = self.pieces(&opener, input)?;
+            let read = |piece: Result<Piece>| -> Result<(A, Vec<(usize, PieceTally)>)> {
+                let piece = piece?;
+                let index = piece.index();
+                let mut part = make();
+                let piece_tally = self.decode(&pieces, piece, false, |row| part.add(row.key, &row.facts))?;
+                Ok((part, vec![(index, piece_tally)]))
             };
+            let folded = match &pieces {
+                Pieces::Lines(chunks) => chunks.iter(&input.display).par_bridge().map(read).try_reduce(|| (make(), Vec::new()), merge),
+                Pieces::Groups(_, groups) => groups.par_iter().map(|g| read(Ok(Piece::Group(*g)))).try_reduce(|| (make(), Vec::new()), merge),
+            };
+            let (part, mut piece_tallies) = folded?;
             acc.merge(part);
-            tally.absorb(part_tally);
+            piece_tallies.sort_by_key(|(index, _)| *index);
+            rows::absorb(&mut tally, &input.display, piece_tallies.into_iter().map(|(_, t)| t));
         }
         self.progress.finish();
         Ok((acc, tally))
     }
 
-    /// Shared by the sources: extract one row and fold it in, or record why it was rejected.
-    fn take_row<'c, A: Accumulator>(
-        &self,
-        cells: &'c [crate::signature::Cell<'c>],
-        key: &mut Vec<u8>,
-        acc: &mut A,
-        tally: &mut LocalTally,
-        line: u64,
-    ) {
-        match self.layout.extract(cells, key) {
-            Ok(row) => {
-                if self.window.contains(row.time) {
-                    acc.add(key, &row);
-                    tally.accepted += 1;
-                } else {
-                    tally.outside_window += 1;
+    /// Calls `map` on every accepted row with its whole record (in parallel) and `sink` on
+    /// the results in order: inputs as resolved (by name), lines or rows in file order. The
+    /// sink runs on its own thread, so writing one batch overlaps decoding the next, and
+    /// memory stays bounded by a few batches.
+    pub fn records<T, F, S>(&self, inputs: &[Input], map: F, mut sink: S) -> Result<Tally>
+    where
+        T: Send,
+        F: Fn(FullRow) -> T + Sync,
+        S: FnMut(T) -> Result<()> + Send,
+    {
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(2);
+            let writer = scope.spawn(move || -> Result<()> {
+                for items in rx {
+                    items.into_iter().try_for_each(&mut sink)?;
+                }
+                Ok(())
+            });
+            let read = self.read_in_order(inputs, &map, |items| tx.send(items).is_ok());
+            drop(tx);
+            let written = writer.join().expect("the sink thread does not panic");
+            // A sink error explains a stopped read, so it comes first.
+            written?;
+            read
+        })
+    }
+
+    /// Decodes every input's pieces in parallel batches, handing each piece's results to
+    /// `emit` in order (false: stop).
+    fn read_in_order<T, F>(&self, inputs: &[Input], map: &F, mut emit: impl FnMut(Vec<T>) -> bool) -> Result<Tally>
+    where
+        T: Send,
+        F: Fn(FullRow) -> T + Sync,
+    {
+        let opener = self.storage.open_in_order(&objects(inputs));
+        let batch = rayon::current_num_threads().max(1) * 2;
+        let mut tally = Tally::default();
+        for input in inputs {
+            let pieces = self.pieces(&opener, input)?;
+            let mut all: Box<dyn Iterator<Item = Result<Piece>> + '_> = match &pieces {
+                Pieces::Lines(chunks) => Box::new(chunks.iter(&input.display)),
+                Pieces::Groups(_, groups) => Box::new(groups.iter().map(|g| Ok(Piece::Group(*g)))),
+            };
+            let mut piece_tallies = Vec::new();
+            loop {
+                let batch: Vec<Piece> = all.by_ref().take(batch).collect::<Result<_>>()?;
+                if batch.is_empty() {
+                    break;
+                }
+                let done: Vec<Result<(Vec<T>, PieceTally)>> = batch
+                    .into_par_iter()
+                    .map(|piece| {
+                        let mut items = Vec::new();
+                        let piece_tally = self.decode(&pieces, piece, true, |row| items.push(map(row)))?;
+                        Ok((items, piece_tally))
+                    })
+                    .collect();
+                for result in done {
+                    let (items, piece_tally) = result?;
+                    piece_tallies.push(piece_tally);
+                    if !emit(items) {
+                        rows::absorb(&mut tally, &input.display, piece_tallies);
+                        return Ok(tally);
+                    }
                 }
             }
-            Err(reason) => tally.reject(line, reason),
+            rows::absorb(&mut tally, &input.display, piece_tallies);
         }
+        self.progress.finish();
+        Ok(tally)
     }
 }
 
-/// A Parquet input as a local file: the file itself, or an S3 object downloaded for the scan.
-pub enum LocalCopy<'a> {
-    Borrowed(&'a std::path::Path),
-    Downloaded(crate::temp::TempFile),
+/// The inputs as storage objects, for opening in order.
+fn objects(inputs: &[Input]) -> Vec<(Location, Option<u64>)> {
+    inputs.iter().filter(|i| matches!(i.format, Format::Jsonl(_))).map(|i| (i.location.clone(), i.size)).collect()
 }
 
-impl<'a> LocalCopy<'a> {
-    pub fn of(input: &'a Input) -> Result<LocalCopy<'a>> {
-        match &input.location {
-            Location::Path(p) => Ok(LocalCopy::Borrowed(p)),
-            Location::S3 { bucket, key } => Ok(LocalCopy::Downloaded(s3::download(bucket, key)?)),
-            Location::Stdin => anyhow::bail!("{}: Parquet cannot be read from stdin", input.display),
-        }
-    }
+type Folded<A> = (A, Vec<(usize, PieceTally)>);
 
-    pub fn path(&self) -> &std::path::Path {
-        match self {
-            LocalCopy::Borrowed(p) => p,
-            LocalCopy::Downloaded(t) => t.path(),
-        }
-    }
-}
-
-/// A tally for one piece of one input, with line numbers local to that piece.
-#[derive(Default)]
-struct LocalTally {
-    accepted: u64,
-    outside_window: u64,
-    rejected: u64,
-    rejects: Vec<(u64, String)>,
-}
-
-impl LocalTally {
-    fn reject(&mut self, line: u64, reason: String) {
-        self.rejected += 1;
-        if self.rejects.len() < NAMED_REJECTS {
-            self.rejects.push((line, reason));
-        }
-    }
-
-    /// Merges another piece whose line numbers are in the same numbering as this one's.
-    fn merge_sorted(&mut self, other: LocalTally) {
-        self.accepted += other.accepted;
-        self.outside_window += other.outside_window;
-        self.rejected += other.rejected;
-        self.rejects.extend(other.rejects);
-        self.rejects.sort_by_key(|(line, _)| *line);
-        self.rejects.truncate(NAMED_REJECTS);
-    }
-
-    /// Converts to a `Tally`, shifting local line numbers by `first_line - 1`.
-    fn into_tally(self, input: &str, line_offset: u64) -> Tally {
-        Tally {
-            accepted: self.accepted,
-            outside_window: self.outside_window,
-            rejected: self.rejected,
-            rejects: self
-                .rejects
-                .into_iter()
-                .map(|(line, reason)| Reject { input: input.to_string(), line: line + line_offset, reason })
-                .collect(),
-        }
-    }
+fn merge<A: Accumulator>((mut a, mut ta): Folded<A>, (b, tb): Folded<A>) -> Result<Folded<A>> {
+    a.merge(b);
+    ta.extend(tb);
+    Ok((a, ta))
 }

@@ -1,64 +1,225 @@
-//! Parquet scanning: only the profile's columns are decoded, one row group per task, so memory
-//! stays near two row groups whatever the file size. Row numbers stand in for line numbers.
+//! Parquet: one row group per task, only the columns needed decoded, so memory stays near two
+//! row groups whatever the file size; a remote file is read by ranged requests, never
+//! downloaded whole. Row numbers stand in for line numbers.
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::path::Path;
+use std::io::Cursor;
+use std::ops::Range;
+use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use polars::prelude::{
-    BooleanChunked, DataFrame, DataType, Float64Chunked, Int64Chunked, Int64Type, ParallelStrategy, ParquetReader,
+    BooleanChunked, DataFrame, DataType, FileMetadata, Float64Chunked, Int64Chunked, Int64Type, ParallelStrategy, ParquetReader,
     PolarsDataType, SerReader, StaticArray, StringChunked, StringType, TimeUnit,
 };
-use rayon::prelude::*;
+use serde_json::Map;
 
-use super::{Accumulator, LocalTally, Scan, Tally};
+use super::rows::{FullRow, PieceTally, Record, Rows};
+use super::Input;
 use crate::signature::{push_part, Cell, RowFacts};
+use crate::storage::{Location, Storage};
 use crate::timestamp;
 
-pub(super) fn scan<A, F>(scan: &Scan, path: &Path, display: &str, make: &F) -> Result<(A, Tally)>
-where
-    A: Accumulator,
-    F: Fn() -> A + Sync,
-{
-    let not_parquet = || format!("{display}: not a readable Parquet file");
-    let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{display}: cannot open"))?);
-    let schema = reader.schema().with_context(not_parquet)?;
-    let metadata = reader.get_metadata().with_context(not_parquet)?.clone();
-    let present: Vec<String> = scan.layout.columns.iter().filter(|c| schema.contains(c)).cloned().collect();
+/// The bytes at the end of a Parquet file: footer length (4) and magic (4).
+const TAIL: u64 = 8;
+/// How much of the end of a remote file is fetched first, in the hope that the footer fits.
+const FIRST_TAIL: u64 = 64 << 10;
 
-    let mut groups = Vec::new();
-    let mut offset = 0;
-    for rg in &metadata.row_groups {
-        groups.push((offset, rg.num_rows(), rg.compressed_size() as u64));
-        offset += rg.num_rows();
+/// A Parquet input opened for reading row groups: its footer read once; a local file is
+/// memory-mapped by polars, an S3 object read by ranged requests for the column chunks needed.
+pub(super) struct ParquetSource<'s> {
+    display: String,
+    metadata: Arc<FileMetadata>,
+    /// The footer as it would be for each row group alone, so polars reads just that one.
+    single: Vec<Arc<FileMetadata>>,
+    read: Read<'s>,
+}
+
+enum Read<'s> {
+    Local(std::path::PathBuf),
+    Remote { storage: &'s Storage, location: Location, size: u64 },
+}
+
+/// One row group: its number, first row (0-based) and compressed bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Group {
+    pub index: usize,
+    pub offset: usize,
+    pub bytes: u64,
+}
+
+impl<'s> ParquetSource<'s> {
+    pub fn open(storage: &'s Storage, input: &Input) -> Result<ParquetSource<'s>> {
+        let not_parquet = || format!("{}: not a readable Parquet file", input.display);
+        let (read, metadata) = match &input.location {
+            Location::File(path) => {
+                let file = File::open(path).with_context(|| format!("{}: cannot open", input.display))?;
+                let metadata = ParquetReader::new(file).get_metadata().with_context(not_parquet)?.clone();
+                (Read::Local(path.clone()), metadata)
+            }
+            Location::S3 { .. } => {
+                let size = match input.size {
+                    Some(size) => size,
+                    None => bail!("{}: size unknown", input.display),
+                };
+                let metadata = remote_metadata(storage, &input.location, size).with_context(not_parquet)?;
+                (Read::Remote { storage, location: input.location.clone(), size }, metadata)
+            }
+            Location::Std => bail!("{}: Parquet cannot be read from stdin", input.display),
+        };
+        let mut base = (*metadata).clone();
+        base.row_groups = Vec::new();
+        let single = metadata
+            .row_groups
+            .iter()
+            .map(|rg| Arc::new(FileMetadata { row_groups: vec![rg.clone()], num_rows: rg.num_rows(), max_row_group_height: rg.num_rows(), ..base.clone() }))
+            .collect();
+        Ok(ParquetSource { display: input.display.clone(), metadata, single, read })
     }
 
-    let folded = groups
-        .par_iter()
-        .map(|&(offset, rows, bytes)| -> Result<(A, LocalTally)> {
-            let mut reader = ParquetReader::new(File::open(path).with_context(|| format!("{display}: cannot open"))?)
-                .with_columns(Some(present.clone()))
-                .with_slice(Some((offset, rows)))
-                .read_parallel(ParallelStrategy::None);
-            reader.set_metadata(metadata.clone());
-            let df = reader.finish().with_context(|| format!("{display}: corrupt row group at row {}", offset + 1))?;
-            let mut acc = make();
-            let mut tally = LocalTally::default();
-            fold_frame(scan, &df, offset as u64, &mut acc, &mut tally)?;
-            scan.progress.advance(bytes);
-            Ok((acc, tally))
-        })
-        .try_reduce(
-            || (make(), LocalTally::default()),
-            |(mut a, mut ta), (b, tb)| {
-                a.merge(b);
-                ta.merge_sorted(tb);
-                Ok((a, ta))
-            },
-        )?;
-    let (acc, tally) = folded;
-    Ok((acc, tally.into_tally(display, 0)))
+    pub fn groups(&self) -> Vec<Group> {
+        let mut offset = 0;
+        self.metadata
+            .row_groups
+            .iter()
+            .enumerate()
+            .map(|(index, rg)| {
+                let group = Group { index, offset, bytes: rg.compressed_size() as u64 };
+                offset += rg.num_rows();
+                group
+            })
+            .collect()
+    }
+
+    /// One row group's `columns` (those the file has), or all its columns.
+    pub fn load(&self, group: Group, columns: Option<&[String]>) -> Result<DataFrame> {
+        let present = columns.map(|names| {
+            let rg = &self.metadata.row_groups[group.index];
+            names.iter().filter(|n| rg.columns_under_root_iter(n).is_some()).cloned().collect::<Vec<_>>()
+        });
+        let corrupt = || format!("{}: corrupt row group at row {}", self.display, group.offset + 1);
+        let single = self.single[group.index].clone();
+        match &self.read {
+            Read::Local(path) => {
+                let file = File::open(path).with_context(|| format!("{}: cannot open", self.display))?;
+                let mut reader = ParquetReader::new(file).with_columns(present).read_parallel(ParallelStrategy::None);
+                reader.set_metadata(single);
+                reader.finish().with_context(corrupt)
+            }
+            Read::Remote { storage, location, size } => {
+                let rg = &self.metadata.row_groups[group.index];
+                let ranges: Vec<Range<u64>> = match &present {
+                    Some(names) => names.iter().flat_map(|n| rg.columns_under_root_iter(n).into_iter().flatten().map(|c| c.byte_range())).collect(),
+                    None => rg.byte_ranges_iter().collect(),
+                };
+                let file = Sparse::fetch(storage, location, *size, &ranges)?;
+                let mut reader = ParquetReader::new(Cursor::new(file)).with_columns(present).read_parallel(ParallelStrategy::None);
+                reader.set_metadata(single);
+                reader.finish().with_context(corrupt)
+            }
+        }
+    }
+}
+
+/// The footer of a remote file, by ranged requests: the end first, then the rest if the
+/// footer is longer.
+fn remote_metadata(storage: &Storage, location: &Location, size: u64) -> Result<Arc<FileMetadata>> {
+    if size < TAIL + 4 {
+        bail!("{size} bytes is too short");
+    }
+    let first = size.saturating_sub(FIRST_TAIL);
+    let tail = storage.read_ranges(location, &[first..size])?.remove(0);
+    let footer_len = u32::from_le_bytes(tail[tail.len() - 8..tail.len() - 4].try_into().expect("4 bytes")) as u64;
+    if &tail[tail.len() - 4..] != b"PAR1" || footer_len + TAIL > size {
+        bail!("no Parquet footer");
+    }
+    let start = size - TAIL - footer_len;
+    let mut file = Sparse::new(size)?;
+    if start < first {
+        file.put(start, &storage.read_ranges(location, &[start..first])?[0]);
+    }
+    file.put(first, &tail);
+    Ok(ParquetReader::new(Cursor::new(file)).get_metadata()?.clone())
+}
+
+/// A file-sized buffer holding only the byte ranges fetched: an anonymous mapping whose other
+/// pages are never touched, so they take no memory. polars reads it as it would the file.
+struct Sparse(memmap2::MmapMut);
+
+impl Sparse {
+    fn new(size: u64) -> Result<Sparse> {
+        Ok(Sparse(memmap2::MmapMut::map_anon(size as usize).context("cannot map memory for a remote Parquet file")?))
+    }
+
+    fn put(&mut self, at: u64, bytes: &[u8]) {
+        self.0[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+    }
+
+    fn fetch(storage: &Storage, location: &Location, size: u64, ranges: &[Range<u64>]) -> Result<Sparse> {
+        let mut file = Sparse::new(size)?;
+        for (range, bytes) in ranges.iter().zip(storage.read_ranges(location, ranges)?) {
+            file.put(range.start, &bytes);
+        }
+        Ok(file)
+    }
+}
+
+impl AsRef<[u8]> for Sparse {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Decodes one row group: each row through the rows' layout (straight from the arrays when
+/// they have the expected types); `accept` gets accepted rows, with the whole row as a JSON
+/// object when `records` (then `df` must hold every column).
+pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
+    let columns = rows.layout.columns.iter().map(|name| Column::from_frame(df, name)).collect::<Result<Vec<_>>>()?;
+    let all: Vec<(String, polars::prelude::Series)> = if records {
+        df.columns()
+            .iter()
+            .map(|c| {
+                let s = c.as_materialized_series();
+                let s = match s.dtype() {
+                    DataType::Categorical(..) | DataType::Enum(..) => s.cast(&DataType::String)?,
+                    _ => s.clone(),
+                };
+                Ok((c.name().to_string(), s))
+            })
+            .collect::<Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    let record = |i: usize| -> Result<Record<'static>> {
+        let mut object = Map::new();
+        for (name, series) in &all {
+            object.insert(name.clone(), crate::values::to_json(series.get(i)?));
+        }
+        Ok(Record::Object(object))
+    };
+    let direct = Direct::new(rows, &columns);
+    let mut key = Vec::with_capacity(128);
+    let mut cells: Vec<Cell> = Vec::with_capacity(columns.len());
+    let mut tally = PieceTally { lines: df.height() as u64, ..PieceTally::default() };
+    let mut failed = None;
+    for i in 0..df.height() {
+        let mut take = |key: &[u8], facts: RowFacts<'_>| match if records { record(i) } else { Ok(Record::Text("")) } {
+            Ok(record) => accept(FullRow { key, facts, record }),
+            Err(e) => failed = Some(e),
+        };
+        if let Some(row) = direct.as_ref().and_then(|d| d.row(i, &mut key)) {
+            rows.take_facts(&key, row, &mut tally, &mut take);
+            continue;
+        }
+        cells.clear();
+        cells.extend(columns.iter().map(|c| c.cell(i)));
+        rows.take(&cells, &mut key, i as u64 + 1, &mut tally, &mut take);
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(tally),
+    }
 }
 
 /// A column converted to one of the few physical shapes the profile can interpret.
@@ -116,30 +277,6 @@ impl Column {
     }
 }
 
-fn fold_frame<A: Accumulator>(scan: &Scan, df: &DataFrame, offset: u64, acc: &mut A, tally: &mut LocalTally) -> Result<()> {
-    let columns = scan.layout.columns.iter().map(|name| Column::from_frame(df, name)).collect::<Result<Vec<_>>>()?;
-    let direct = Direct::new(scan, &columns);
-    let mut key = Vec::with_capacity(128);
-    let mut cells: Vec<Cell> = Vec::with_capacity(columns.len());
-    for i in 0..df.height() {
-        if let Some(direct) = &direct {
-            if let Some(row) = direct.row(i, &mut key) {
-                if scan.window.contains(row.time) {
-                    acc.add(&key, &row);
-                    tally.accepted += 1;
-                } else {
-                    tally.outside_window += 1;
-                }
-                continue;
-            }
-        }
-        cells.clear();
-        cells.extend(columns.iter().map(|c| c.cell(i)));
-        scan.take_row(&cells, &mut key, acc, tally, offset + i as u64 + 1);
-    }
-    Ok(())
-}
-
 type StrArray = <StringType as PolarsDataType>::Array;
 type I64Array = <Int64Type as PolarsDataType>::Array;
 
@@ -159,8 +296,8 @@ enum DirectTime<'c> {
 }
 
 impl<'c> Direct<'c> {
-    fn new(scan: &Scan, columns: &'c [Column]) -> Option<Direct<'c>> {
-        let plan = scan.layout.direct_columns()?;
+    fn new(rows: &Rows, columns: &'c [Column]) -> Option<Direct<'c>> {
+        let plan = rows.layout.direct_columns()?;
         let text = |i: usize| match &columns[i] {
             Column::Str(ca) if ca.chunks().len() == 1 => ca.downcast_iter().next(),
             _ => None,

@@ -1,0 +1,62 @@
+//! Local files: an argument is a file, a folder (read recursively, hive `dt=…/` folders
+//! included) or a glob; hidden and `_`-prefixed names inside folders (`_SUCCESS`) are skipped.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use walkdir::WalkDir;
+
+use super::{Found, Location};
+
+pub(super) fn list(arg: &str, path: &Path) -> Result<Vec<Found>> {
+    let mut found = Vec::new();
+    if path.exists() {
+        collect(path, true, &mut found)?;
+    } else if arg.contains(['*', '?', '[']) {
+        for entry in glob::glob(arg).with_context(|| format!("invalid glob pattern `{arg}`"))? {
+            let entry = entry.with_context(|| format!("reading matches of `{arg}`"))?;
+            collect(&entry, false, &mut found)?;
+        }
+        if found.is_empty() {
+            bail!("{arg}: no dump files match this pattern");
+        }
+    } else {
+        bail!("{arg}: no such file or directory");
+    }
+    Ok(found)
+}
+
+fn collect(path: &Path, explicit: bool, out: &mut Vec<Found>) -> Result<()> {
+    let size = |p: &Path| std::fs::metadata(p).ok().map(|m| m.len());
+    if path.is_file() {
+        out.push(Found { location: Location::File(path.to_path_buf()), size: size(path), explicit });
+        return Ok(());
+    }
+    for entry in WalkDir::new(path).follow_links(true).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("{}: cannot list directory", path.display()))?;
+        let name = entry.file_name().to_string_lossy();
+        if entry.depth() > 0 && (name.starts_with('.') || name.starts_with('_')) {
+            continue;
+        }
+        if entry.file_type().is_file() {
+            out.push(Found { location: Location::File(entry.path().to_path_buf()), size: size(entry.path()), explicit: false });
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn ranges(path: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    ranges
+        .iter()
+        .map(|r| {
+            let mut buf = vec![0u8; (r.end - r.start) as usize];
+            file.read_exact_at(&mut buf, r.start).with_context(|| format!("{}: cannot read bytes {}..{}", path.display(), r.start, r.end))?;
+            Ok(Bytes::from(buf))
+        })
+        .collect()
+}
