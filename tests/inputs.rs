@@ -108,6 +108,13 @@ fn a_byte_order_mark_and_crlf_line_ends_are_tolerated() {
     let report = dir.command().args(["rank", "bom.jsonl", "--format", "json"]).json();
     assert_eq!(report["total"], 2);
     assert_eq!(report["rejected"], 0);
+    // Every reader drops the mark: query too, and plan keeps the first record.
+    let rows = dir.command().args(["query", "bom.jsonl", "-e", "SELECT capture_id FROM dlq ORDER BY capture_id", "--format", "json"]).json();
+    assert_eq!(rows, serde_json::json!([{"capture_id": "a"}, {"capture_id": "b"}]));
+    dir.create("policy.toml", "clear_all = true\n");
+    dir.command().args(["plan", "bom.jsonl", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
+    let first: serde_json::Value = serde_json::from_str(dir.read("m.jsonl").lines().nth(1).unwrap()).unwrap();
+    assert_eq!(first["record"]["capture_id"], "a");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 """Test fixtures in the loopback S3 server (endpoint and credentials from AWS_* variables).
 
 usage: s3.py mkbucket BUCKET | s3.py put BUCKET KEY FILE | s3.py get BUCKET KEY
+       s3.py split BUCKET PREFIX FILE N    (FILE's lines as N objects PREFIX/part-00000.jsonl, …)
 """
 import os
 import sys
@@ -14,6 +15,13 @@ if cmd == "mkbucket":
 elif cmd == "put":
     with open(sys.argv[4], "rb") as f:
         s3.put_object(Bucket=sys.argv[2], Key=sys.argv[3], Body=f.read())
+elif cmd == "split":
+    bucket, prefix, path, n = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    per = -(-len(lines) // n)
+    for i in range(n):
+        s3.put_object(Bucket=bucket, Key=f"{prefix}/part-{i:05d}.jsonl", Body=b"".join(lines[i * per:(i + 1) * per]))
 elif cmd == "get":
     sys.stdout.buffer.write(s3.get_object(Bucket=sys.argv[2], Key=sys.argv[3])["Body"].read())
 else:
