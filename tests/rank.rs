@@ -210,9 +210,21 @@ fn table_csv_markdown_and_parquet_outputs() {
 
     let csv = dir.command().args(["rank", "dlq.jsonl", "--format", "csv"]).ok();
     let mut rows = csv.lines();
-    assert_eq!(rows.next().unwrap(), "rank,count,share,stage,reject_reason,registry_revision,example_id,first_seen,last_seen,category");
-    assert_eq!(rows.next().unwrap(), "1,2,0.6667,s,<script>alert(1)</script>,v,2,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z,unknown");
-    assert_eq!(rows.next().unwrap(), "2,1,0.3333,s,'=cmd|' /c calc'!a0,v,1,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z,unknown");
+    let columns = "rank,count,share,stage,reject_reason,registry_revision,category,first_seen,last_seen,example_id";
+    assert_eq!(rows.next().unwrap(), columns);
+    assert_eq!(rows.next().unwrap(), "1,2,0.6667,s,<script>alert(1)</script>,v,unknown,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z,2");
+    assert_eq!(rows.next().unwrap(), "2,1,0.3333,s,'=cmd|' /c calc'!a0,v,unknown,2026-10-01T00:00:00Z,2026-10-01T00:00:00Z,1");
+    // Every format shows the same columns in the same order.
+    let names: Vec<String> = columns.split(',').map(str::to_string).collect();
+    let table_head: Vec<String> = table.lines().find(|l| l.starts_with("RANK")).unwrap().split_whitespace().map(str::to_lowercase).collect();
+    assert_eq!(table_head, names);
+    let md_head = dir.command().args(["rank", "dlq.jsonl", "--format", "markdown"]).ok();
+    let md_head: Vec<String> =
+        md_head.lines().find(|l| l.starts_with("| rank")).unwrap().trim_matches('|').split('|').map(|c| c.trim().replace('\\', "")).collect();
+    assert_eq!(md_head, names);
+    let html = dir.command().args(["rank", "dlq.jsonl", "--format", "html"]).ok();
+    let html_head: Vec<String> = html.split("<th>").skip(1).map(|c| c.split("</th>").next().unwrap().to_string()).collect();
+    assert_eq!(html_head, names);
 
     let md = dir.command().args(["rank", "dlq.jsonl", "--format", "markdown"]).ok();
     assert!(md.contains("| rank | count | share | stage | reject\\_reason | registry\\_revision |"), "{md}");
@@ -222,6 +234,9 @@ fn table_csv_markdown_and_parquet_outputs() {
     dir.command().args(["rank", "dlq.jsonl", "-o", "rank.parquet"]).ok();
     let bytes = std::fs::read(dir.join("rank.parquet")).unwrap();
     assert_eq!(&bytes[..4], b"PAR1");
+    let describe = "import duckdb, sys\nprint(','.join(r[0] for r in duckdb.sql(f\"DESCRIBE SELECT * FROM '{sys.argv[1]}'\").fetchall()))";
+    let out = std::process::Command::new(crate::util::python()).args(["-c", describe]).arg(dir.join("rank.parquet")).output().unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), columns, "{}", String::from_utf8_lossy(&out.stderr));
     // The format follows the -o file name; JSON written to a file equals JSON on stdout.
     dir.command().args(["rank", "dlq.jsonl", "-o", "rank.json"]).ok();
     assert_eq!(dir.read("rank.json"), dir.command().args(["rank", "dlq.jsonl", "--format", "json"]).ok());

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rank::share;
-use super::trend::{self, Every, DAY};
+use super::periods::{self, Every, DAY};
 use super::FastMap;
 use crate::signature::{split_parts, Layout, RowFacts};
 use crate::source::Accumulator;
@@ -176,7 +176,7 @@ impl TopicHealth {
     fn of(topic: String, counts: &DailyCounts, options: &HealthOptions) -> anyhow::Result<TopicHealth> {
         let per_day: Vec<DayCount> = match (counts.days.keys().min().copied(), counts.days.keys().max().copied()) {
             (Some(first), Some(last)) => {
-                trend::check_span(first * DAY, last * DAY, Every::Day)?;
+                periods::check_span(first * DAY, last * DAY, Every::Day)?;
                 (first..=last).map(|day| DayCount { day: day_name(day), count: counts.days.get(&day).copied().unwrap_or(0) }).collect()
             }
             _ => Vec::new(),

@@ -3,6 +3,7 @@
 
 pub mod diff;
 pub mod health;
+pub mod periods;
 pub mod rank;
 pub mod sql;
 pub mod trend;

@@ -3,9 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub use super::periods::{check_span, Every};
+use super::periods::DAY;
 use super::FastMap;
 use crate::signature::{Layout, RowFacts, Signature};
 use crate::source::Accumulator;
@@ -13,56 +15,6 @@ use crate::timestamp;
 
 pub const REPORT_ID: &str = "dlqf.trend/1";
 pub const DEFAULT_WINDOW: usize = 7;
-/// More periods than this is almost always one wrong timestamp far from the rest.
-pub const MAX_PERIODS: i64 = 100_000;
-
-const HOUR: i64 = 3_600_000_000;
-pub(crate) const DAY: i64 = 24 * HOUR;
-/// 1970-01-01 was a Thursday; weeks start on Monday (ISO 8601), three days earlier.
-const MONDAY_OFFSET: i64 = 3 * DAY;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Every {
-    Hour,
-    Day,
-    Week,
-}
-
-impl Every {
-    pub const NAMES: &'static [&'static str] = &["hour", "day", "week"];
-
-    pub fn from_name(name: &str) -> Option<Every> {
-        match name {
-            "hour" => Some(Every::Hour),
-            "day" => Some(Every::Day),
-            "week" => Some(Every::Week),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Every::Hour => "hour",
-            Every::Day => "day",
-            Every::Week => "week",
-        }
-    }
-
-    fn length(self) -> i64 {
-        match self {
-            Every::Hour => HOUR,
-            Every::Day => DAY,
-            Every::Week => 7 * DAY,
-        }
-    }
-
-    /// The start of the period holding `micros` (UTC; weeks start on Monday).
-    pub fn period_start(self, micros: i64) -> i64 {
-        let shift = if self == Every::Week { MONDAY_OFFSET } else { 0 };
-        (micros + shift).div_euclid(self.length()) * self.length() - shift
-    }
-}
 
 /// Counts per raw signature key per period start.
 pub struct TrendGroups {
@@ -269,19 +221,16 @@ impl TrendReport {
     }
 }
 
-/// Refuses a span of more than `MAX_PERIODS` periods of `every`, naming its ends.
-pub fn check_span(first: i64, last: i64, every: Every) -> Result<()> {
-    let periods = (last - first) / every.length() + 1;
-    if periods > MAX_PERIODS {
-        bail!(
-            "failures span {} to {}: {periods} {}s, more than {MAX_PERIODS}. A timestamp is probably wrong \
-             (rank shows each cause's first_seen, last_seen and example_id); narrow the span with --since/--until",
-            timestamp::format_micros(first),
-            timestamp::format_micros(last),
-            every.name()
-        );
-    }
-    Ok(())
+/// The trend a page draws beside a ranking: the hourly counts coarsened to the period length
+/// that suits their span. A span too long to lay out gives no periods, and the reason.
+pub fn for_page(hourly: TrendGroups, layout: &Layout, options: TrendOptions, by_category: bool) -> (TrendReport, Option<anyhow::Error>) {
+    let every = hourly.fitting_every();
+    let options = TrendOptions { every, ..options };
+    let (trend, why) = match build(hourly.coarsen(every), layout, &options) {
+        Ok(trend) => (trend, None),
+        Err(e) => (TrendReport::empty(every), Some(e)),
+    };
+    (if by_category { self::by_category(trend) } else { trend }, why)
 }
 
 /// The series merged by error category (one series per category, its signature the category).
@@ -306,41 +255,9 @@ pub fn by_category(report: TrendReport) -> TrendReport {
     TrendReport { series, signature_fields: fields, category_column: false, ..report }
 }
 
-/// Unicode block sparkline of `counts`, at most `width` characters: adjacent periods are summed
-/// when there are more (the last column always ends at the last period). Zero is a space.
-pub fn sparkline(counts: &[u64], width: usize) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let per_column = counts.len().div_ceil(width.max(1)).max(1);
-    let lead = (per_column - counts.len() % per_column) % per_column;
-    let mut columns: Vec<u64> = Vec::new();
-    for (i, &n) in counts.iter().enumerate() {
-        if (i + lead) % per_column == 0 || columns.is_empty() {
-            columns.push(0);
-        }
-        *columns.last_mut().expect("pushed") += n;
-    }
-    let max = columns.iter().copied().max().unwrap_or(0);
-    columns
-        .iter()
-        .map(|&n| if n == 0 { ' ' } else { BARS[((n * 8).div_ceil(max) as usize).clamp(1, 8) - 1] })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn periods_align_to_utc_hours_days_and_monday_weeks() {
-        let t = timestamp::parse_rfc3339("2026-11-12T13:45:10Z").unwrap(); // a Thursday
-        let at = |s: &str| timestamp::parse_rfc3339(s).unwrap();
-        assert_eq!(Every::Hour.period_start(t), at("2026-11-12T13:00:00Z"));
-        assert_eq!(Every::Day.period_start(t), at("2026-11-12T00:00:00Z"));
-        assert_eq!(Every::Week.period_start(t), at("2026-11-09T00:00:00Z"));
-        assert_eq!(Every::Week.period_start(at("2026-11-09T00:00:00Z")), at("2026-11-09T00:00:00Z"));
-        assert_eq!(Every::Week.period_start(at("2026-11-08T23:59:59Z")), at("2026-11-02T00:00:00Z"));
-        assert_eq!(Every::Day.period_start(at("1969-12-31T23:00:00Z")), at("1969-12-31T00:00:00Z"));
-    }
 
     #[test]
     fn status_compares_the_recent_window_with_the_one_before() {
@@ -356,12 +273,4 @@ mod tests {
         assert_eq!(Status::of(&[3, 3, 3, 2, 2, 2, 2, 2, 2, 2], 7), Status::Falling); // 14/7 vs 9/3
     }
 
-    #[test]
-    fn sparkline_scales_to_the_peak_and_sums_when_narrow() {
-        assert_eq!(sparkline(&[0, 1, 2, 4, 8], 10), " ▁▂▄█");
-        assert_eq!(sparkline(&[1, 1, 1, 0, 0, 2], 3), "█▄█"); // 1+1 | 1+0 | 0+2
-        assert_eq!(sparkline(&[5, 1, 1, 0, 0, 0, 1], 3), "█▄▂"); // 5 | 1+1+0 | 0+0+1
-        assert_eq!(sparkline(&[0, 0, 0, 9], 2), " █");
-        assert_eq!(sparkline(&[], 3), "");
-    }
 }

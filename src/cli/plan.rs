@@ -8,6 +8,7 @@ use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, ManifestWriter};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::plan::summary::Review;
+use dlqf::report;
 use dlqf::plan::{entry_line, Planner};
 use dlqf::source::{Input, Window};
 use dlqf::storage::{Location, Output};
@@ -109,8 +110,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     prepared.check_rejects(&tally)?;
     let header = writer.finish(tally.rejected)?;
     let text = match args.format {
-        SummaryFormat::Table => review.table(&header),
-        SummaryFormat::Markdown => review.markdown(&header),
+        SummaryFormat::Table => report::review::table(&review, &header),
+        SummaryFormat::Markdown => report::review::markdown(&review, &header),
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)

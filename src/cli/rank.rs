@@ -85,16 +85,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Parquet => report::parquet::rank(&ranking)?,
         OutputFormat::Html => {
             let hourly = hourly.expect("counted per hour for html");
-            let every = hourly.fitting_every();
             let signature_fields = loaded.profile.signature_names();
-            let trend_options = TrendOptions { profile: options.profile.clone(), signature_fields, every, window: DEFAULT_WINDOW, category_column: options.category_column };
+            let trend_options =
+                TrendOptions { profile: options.profile.clone(), signature_fields, every: Every::Hour, window: DEFAULT_WINDOW, category_column: options.category_column };
             // A span too long to draw leaves the page without trend lines, not without a report.
-            let mut trend = trend::build(hourly.coarsen(every), &loaded.layout, &trend_options).unwrap_or_else(|e| {
+            let (trend, why) = trend::for_page(hourly, &loaded.layout, trend_options, args.by == GroupBy::Category);
+            if let Some(e) = why {
                 eprintln!("dlqf: warning: no trend lines in the report: {e:#}");
-                trend::TrendReport::empty(every)
-            });
-            if args.by == GroupBy::Category {
-                trend = trend::by_category(trend);
             }
             report::html::rank(&ranking, &trend)
         }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use dlqf::manifest::Manifest;
 use dlqf::plan::summary::Review;
+use dlqf::report;
 use dlqf::storage::{Location, Storage};
 
 /// Summarise a replay manifest for review: digest, counts per decision and per signature.
@@ -37,8 +38,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         review.add(&entry.signature, entry.decision);
     }
     let text = match args.format {
-        SummaryFormat::Table => review.table(&manifest.header),
-        SummaryFormat::Markdown => review.markdown(&manifest.header),
+        SummaryFormat::Table => report::review::table(&review, &manifest.header),
+        SummaryFormat::Markdown => report::review::markdown(&review, &manifest.header),
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)

@@ -3,29 +3,19 @@
 
 use serde_json::{Map, Value};
 
+use super::columns::RankColumn;
 use crate::analyze::diff::DiffReport;
 use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
 use crate::analyze::trend::TrendReport;
 
+/// One row per bucket, in the report's column order; shares as numbers.
 pub fn rank(report: &RankReport) -> Vec<u8> {
-    let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
-    header.extend(report.signature_fields.iter().cloned());
-    header.extend(["example_id".into(), "first_seen".into(), "last_seen".into()]);
-    let category = report.category_column;
-    if category {
-        header.push("category".into());
-    }
+    let columns = RankColumn::of(report);
     let mut out = String::new();
-    push_row(&mut out, header.iter().map(|h| text_cell(h)));
+    push_row(&mut out, columns.iter().map(|c| text_cell(c.name(report))));
     for b in &report.buckets {
-        let mut row = vec![b.rank.to_string(), b.count.to_string(), b.share.to_string()];
-        row.extend(b.signature.values().map(text_cell));
-        row.extend([text_cell(&b.example_id), b.first_seen.clone(), b.last_seen.clone()]);
-        if category {
-            row.push(text_cell(&b.category));
-        }
-        push_row(&mut out, row.into_iter());
+        push_row(&mut out, columns.iter().map(|c| if c.is_number() { c.text(b).into_owned() } else { text_cell(&c.text(b)) }));
     }
     out.into_bytes()
 }

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::columns::RankColumn;
 use super::percent;
 use crate::analyze::rank::RankReport;
 use crate::analyze::trend::TrendReport;
@@ -177,24 +178,25 @@ fn trend_lines(out: &mut String, report: &RankReport, trend: &TrendReport) {
 }
 
 fn table(out: &mut String, report: &RankReport) {
-    out.push_str("<table>\n<thead><tr><th>rank</th><th>count</th><th>share</th>");
-    for f in &report.signature_fields {
-        let _ = write!(out, "<th>{}</th>", escape(f));
+    let columns = RankColumn::of(report);
+    out.push_str("<table>\n<thead><tr>");
+    for c in &columns {
+        let _ = write!(out, "<th>{}</th>", escape(c.name(report)));
     }
-    let category = report.category_column;
-    if category {
-        out.push_str("<th>category</th>");
-    }
-    out.push_str("<th>first seen</th><th>last seen</th><th>example id</th></tr></thead>\n<tbody>\n");
+    out.push_str("</tr></thead>\n<tbody>\n");
     for b in &report.buckets {
-        let _ = write!(out, "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>", b.rank, b.count, percent(b.share));
-        for v in b.signature.values() {
-            let _ = write!(out, "<td class=\"sig\">{}</td>", escape(v));
+        out.push_str("<tr>");
+        for c in &columns {
+            let class = match c {
+                c if c.is_number() => "n",
+                RankColumn::Signature(_) => "sig",
+                RankColumn::FirstSeen | RankColumn::LastSeen => "t",
+                RankColumn::ExampleId => "id",
+                _ => "",
+            };
+            let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(&c.shown(b)));
         }
-        if category {
-            let _ = write!(out, "<td>{}</td>", escape(&b.category));
-        }
-        let _ = writeln!(out, "<td class=\"t\">{}</td><td class=\"t\">{}</td><td class=\"id\">{}</td></tr>", escape(&b.first_seen), escape(&b.last_seen), escape(&b.example_id));
+        out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
 }

@@ -3,11 +3,12 @@
 
 use std::fmt::Write;
 
+use super::columns::RankColumn;
 use super::percent;
 use crate::analyze::diff::DiffReport;
 use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
-use crate::analyze::trend::{self, TrendReport};
+use crate::analyze::trend::TrendReport;
 
 pub fn rank(report: &RankReport) -> Vec<u8> {
     let mut out = String::new();
@@ -18,21 +19,11 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         let _ = writeln!(out, "Top bucket holds {} (alert at {}): {verdict}.", percent(d.share), percent(d.alert_share));
     }
     out.push('\n');
-    let mut header = vec!["rank".to_string(), "count".into(), "share".into()];
-    header.extend(report.signature_fields.iter().map(|f| escape(f)));
-    let category = report.category_column;
-    if category {
-        header.push("category".into());
-    }
-    header.extend(["first seen".into(), "last seen".into(), "example".into()]);
+    let columns = RankColumn::of(report);
+    let header: Vec<String> = columns.iter().map(|c| escape(c.name(report))).collect();
     table_head(&mut out, &header, 3);
     for b in &report.buckets {
-        let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
-        row.extend(b.signature.values().map(escape));
-        if category {
-            row.push(escape(&b.category));
-        }
-        row.extend([b.first_seen.clone(), b.last_seen.clone(), escape(&b.example_id)]);
+        let row: Vec<String> = columns.iter().map(|c| escape(&c.shown(b))).collect();
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out.into_bytes()
@@ -59,7 +50,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
             name @ ("new" | "rising") => format!("**{name}**"),
             name => name.to_string(),
         };
-        let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), status, format!("`{}`", trend::sparkline(&s.counts, 48))];
+        let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), status, format!("`{}`", super::sparkline::sparkline(&s.counts, 48))];
         row.extend(s.signature.values().map(escape));
         if report.category_column {
             row.push(escape(&s.category));

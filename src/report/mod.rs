@@ -1,11 +1,14 @@
 //! Renders analysis results for people (table, markdown) and machines (json, csv, parquet).
 //! Every renderer returns bytes; storage writes them to stdout, a file or S3.
 
+pub mod columns;
 pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod parquet;
+pub mod review;
+pub mod sparkline;
 pub mod table;
 
 

@@ -5,11 +5,12 @@ use std::fmt::Write;
 
 use unicode_width::UnicodeWidthStr;
 
+use super::columns::RankColumn;
 use super::percent;
 use crate::analyze::diff::DiffReport;
 use crate::analyze::health::HealthReport;
 use crate::analyze::rank::RankReport;
-use crate::analyze::trend::{self, TrendReport};
+use crate::analyze::trend::TrendReport;
 
 const MAX_CELL: usize = 60;
 
@@ -20,26 +21,9 @@ pub fn rank(report: &RankReport) -> Vec<u8> {
         "profile {} · {} failures · {} rejected rows",
         report.profile, report.total, report.rejected
     );
-    let mut headers = vec!["rank".to_string(), "count".into(), "share".into()];
-    headers.extend(report.signature_fields.iter().cloned());
-    let category = report.category_column;
-    if category {
-        headers.push("category".into());
-    }
-    headers.extend(["first_seen".into(), "last_seen".into(), "example_id".into()]);
-    let rows: Vec<Vec<String>> = report
-        .buckets
-        .iter()
-        .map(|b| {
-            let mut row = vec![b.rank.to_string(), b.count.to_string(), percent(b.share)];
-            row.extend(b.signature.values().map(str::to_string));
-            if category {
-                row.push(b.category.clone());
-            }
-            row.extend([b.first_seen.clone(), b.last_seen.clone(), b.example_id.clone()]);
-            row
-        })
-        .collect();
+    let columns = RankColumn::of(report);
+    let headers: Vec<String> = columns.iter().map(|c| c.name(report).to_string()).collect();
+    let rows: Vec<Vec<String>> = report.buckets.iter().map(|b| columns.iter().map(|c| c.shown(b).into_owned()).collect()).collect();
     out.push_str(&render(&headers, &rows, 3));
     if let Some(d) = &report.dominant {
         let verdict = if d.alert { "ALERT: one cause dominates; fix it before any replay" } else { "no single cause dominates" };
@@ -128,7 +112,7 @@ pub fn trend(report: &TrendReport) -> Vec<u8> {
         .enumerate()
         .map(|(i, s)| {
             let recent = s.recent(report.window);
-            let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), s.status.name().into(), trend::sparkline(&s.counts, SPARK_WIDTH)];
+            let mut row = vec![(i + 1).to_string(), s.total.to_string(), recent.to_string(), s.status.name().into(), super::sparkline::sparkline(&s.counts, SPARK_WIDTH)];
             row.extend(s.signature.values().map(str::to_string));
             if report.category_column {
                 row.push(s.category.clone());
