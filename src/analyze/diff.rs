@@ -105,3 +105,66 @@ pub fn diff(old: &RankReport, new: &RankReport) -> Result<DiffReport> {
         signature_fields: new.signature_fields.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranking(buckets: &[(&str, u64)]) -> RankReport {
+        let total = buckets.iter().map(|b| b.1).sum();
+        let buckets = buckets
+            .iter()
+            .enumerate()
+            .map(|(i, (reason, count))| Bucket {
+                rank: i as u64 + 1,
+                signature: Signature(vec![("reason".into(), reason.to_string())]),
+                count: *count,
+                share: rank::share(*count, total),
+                example_id: String::new(),
+                first_seen: String::new(),
+                last_seen: String::new(),
+                category: "unknown".into(),
+            })
+            .collect();
+        RankReport {
+            report: rank::REPORT_ID.into(),
+            profile: "p".into(),
+            signature_fields: vec!["reason".into()],
+            total,
+            rejected: 0,
+            buckets,
+            dominant: None,
+            causes: 0,
+            category_column: false,
+        }
+    }
+
+    #[test]
+    fn new_causes_in_new_order_gone_in_old_order_and_the_rest_moved() {
+        let old = ranking(&[("a", 5), ("b", 3), ("c", 2)]);
+        let new = ranking(&[("d", 6), ("b", 4), ("a", 1), ("e", 1)]);
+        let d = diff(&old, &new).unwrap();
+        let reasons = |bs: &[Bucket]| bs.iter().map(|b| b.signature.0[0].1.clone()).collect::<Vec<_>>();
+        assert_eq!(reasons(&d.new), ["d", "e"]);
+        assert_eq!(reasons(&d.gone), ["c"]);
+        let moved: Vec<(String, u64, u64, u64, u64)> =
+            d.changed.iter().map(|c| (c.signature.0[0].1.clone(), c.rank_old, c.rank_new, c.count_old, c.count_new)).collect();
+        assert_eq!(moved, [("b".into(), 2, 2, 3, 4), ("a".into(), 1, 3, 5, 1)]);
+        assert_eq!((d.total_old, d.total_new), (10, 12));
+    }
+
+    #[test]
+    fn reports_of_other_fields_are_refused_and_a_cut_report_is_noticed() {
+        let mut other = ranking(&[("a", 1)]);
+        other.signature_fields = vec!["stage".into()];
+        assert!(diff(&ranking(&[("a", 1)]), &other).is_err());
+        let mut cut = ranking(&[("a", 5), ("b", 3)]);
+        cut.buckets.truncate(1);
+        assert_eq!(listed_part(&cut), Some(5));
+        let mut minimal = ranking(&[("a", 5), ("b", 3)]);
+        (minimal.total, minimal.signature_fields) = (0, Vec::new());
+        fill_missing(&mut minimal);
+        assert_eq!((minimal.total, minimal.signature_fields.clone()), (8, vec!["reason".to_string()]));
+        assert!(check_rank_report(&RankReport { report: "dlqf.trend/1".into(), ..ranking(&[]) }, "x.json").is_err());
+    }
+}

@@ -18,6 +18,7 @@
 
 pub mod append;
 pub mod backoff;
+mod gate;
 mod guard;
 pub mod ledger;
 pub mod quarantine;
@@ -32,7 +33,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::manifest::{Decision, Manifest};
 use crate::progress::Progress;
-use ledger::Ledger;
+use gate::Fate;
+use ledger::{Claim, Ledger};
 use quarantine::Sink;
 use signals::StopSignals;
 use target::Target;
@@ -137,14 +139,17 @@ async fn dry_run_async(manifest: &mut Manifest, ledger: Option<&dyn Ledger>) -> 
             Some(l) => l.peek(&entry.key).await?,
             None => None,
         };
-        let finished = matches!(state.as_ref().map(|s| s.0.as_str()), Some("done" | "quarantined"));
-        let failures = state.map(|s| s.1).unwrap_or(0);
-        match entry.decision {
-            _ if finished => o.skipped_idempotent += 1,
-            Decision::PoisonAttempts => o.poison_attempts += 1,
-            Decision::PoisonUncleared => o.poison_uncleared += 1,
-            Decision::Replay if failures >= entry.max_attempts => o.poison_attempts += 1,
-            Decision::Replay => o.replayed += 1,
+        let claim = match state {
+            Some((state, _)) if state == "done" => Claim::Done,
+            Some((state, _)) if state == "quarantined" => Claim::Quarantined,
+            Some((_, failures)) => Claim::Granted { failures },
+            None => Claim::Granted { failures: 0 },
+        };
+        match gate::fate(&entry, &claim) {
+            Fate::Finished | Fate::Busy => o.skipped_idempotent += 1,
+            Fate::Hold(Decision::PoisonAttempts, _) => o.poison_attempts += 1,
+            Fate::Hold(_, _) => o.poison_uncleared += 1,
+            Fate::Replay => o.replayed += 1,
         }
     }
     Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0 })

@@ -9,7 +9,9 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use super::append::AppendFile;
-use super::target::{BoxFuture, Delivery, HttpTarget, Retry};
+use futures_util::future::BoxFuture;
+
+use super::target::{Delivery, HttpTarget, Retry};
 
 pub trait Sink: Send + Sync {
     /// Publishes one quarantine line for `key`; publishing a key already held is a no-op.
@@ -75,5 +77,34 @@ impl Sink for HttpSink {
                 Delivery::Rejected(why) | Delivery::Transient(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap().block_on(f)
+    }
+
+    #[test]
+    fn a_key_is_held_once_even_across_reopening_and_a_torn_tail_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.jsonl");
+        let line = |key: &str| serde_json::json!({"key": key, "detail": "d"});
+        let sink = FileSink::open(path.clone()).unwrap();
+        run(sink.publish("a", &line("a"))).unwrap();
+        run(sink.publish("a", &line("a"))).unwrap();
+        drop(sink);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"key\":\"b\",\"det");
+        std::fs::write(&path, text).unwrap();
+        let sink = FileSink::open(path.clone()).unwrap();
+        run(sink.publish("a", &line("a"))).unwrap();
+        run(sink.publish("b", &line("b"))).unwrap();
+        let keys: Vec<String> =
+            std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["key"].as_str().unwrap().to_string()).collect();
+        assert_eq!(keys, ["a", "b"]);
     }
 }

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::json;
 
+use super::gate::{self, Fate};
 use super::guard::StormGuard;
-use super::ledger::{Claim, Finish, Ledger, Purpose};
+use super::ledger::{Finish, Ledger};
 use super::quarantine::Sink;
 use super::signals::StopSignals;
 use super::target::{Delivery, Target};
@@ -109,7 +110,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
                 }
             }
         });
-        join_all(workers.collect()).await;
+        futures_util::future::join_all(workers).await;
         // Keys another executor held: wait for it to finish them or for its lease to lapse.
         loop {
             let Some(entry) = deferred.lock().unwrap().pop_front() else { break };
@@ -149,16 +150,6 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
     Ok(Run { report, stopped })
 }
 
-/// Joins futures on the current task (all run concurrently).
-async fn join_all<F: std::future::Future<Output = ()>>(futures: Vec<F>) {
-    let mut set: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    std::future::poll_fn(|cx| {
-        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
-        if set.is_empty() { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
-    })
-    .await
-}
-
 impl Shared<'_> {
     /// Whether to take no new entries: the storm guard tripped or a stop signal came.
     fn stopping(&self) -> bool {
@@ -188,22 +179,12 @@ impl Shared<'_> {
     }
 
     async fn handle(&self, entry: &Entry) -> Result<Outcome> {
-        let ledger = self.parts.ledger;
-        match entry.decision {
-            Decision::PoisonAttempts => {
-                let detail = format!("attempts {} >= max {}", entry.attempts, entry.max_attempts);
-                self.quarantine(entry, Outcome::PoisonAttempts, detail).await
-            }
-            Decision::PoisonUncleared => self.quarantine(entry, Outcome::PoisonUncleared, "signature not cleared for replay".into()).await,
-            Decision::Replay => match ledger.claim(&entry.key, Purpose::Replay, &self.manifest).await? {
-                Claim::Done | Claim::Quarantined => Ok(Outcome::Skipped),
-                Claim::Busy => Ok(Outcome::Deferred),
-                Claim::Granted { failures } if failures >= entry.max_attempts => {
-                    let detail = format!("replay failed {failures} times (max {})", entry.max_attempts);
-                    self.quarantine(entry, Outcome::PoisonAttempts, detail).await
-                }
-                Claim::Granted { .. } => self.replay(entry).await,
-            },
+        let claim = self.parts.ledger.claim(&entry.key, gate::purpose(entry), &self.manifest).await?;
+        match gate::fate(entry, &claim) {
+            Fate::Finished => Ok(Outcome::Skipped),
+            Fate::Busy => Ok(Outcome::Deferred),
+            Fate::Hold(decision, detail) => self.quarantine(entry, decision, detail).await,
+            Fate::Replay => self.replay(entry).await,
         }
     }
 
@@ -308,14 +289,9 @@ impl Shared<'_> {
         }
     }
 
-    async fn quarantine(&self, entry: &Entry, outcome: Outcome, detail: String) -> Result<Outcome> {
+    /// Publishes a claimed entry to the quarantine, once, and records it.
+    async fn quarantine(&self, entry: &Entry, decision: Decision, detail: String) -> Result<Outcome> {
         let ledger = self.parts.ledger;
-        match ledger.claim(&entry.key, Purpose::Quarantine, &self.manifest).await? {
-            Claim::Done | Claim::Quarantined => return Ok(Outcome::Skipped),
-            Claim::Busy => return Ok(Outcome::Deferred),
-            Claim::Granted { .. } => {}
-        }
-        let decision = if outcome == Outcome::PoisonAttempts { Decision::PoisonAttempts } else { Decision::PoisonUncleared };
         let line = json!({
             "key": entry.key, "id": entry.id, "decision": decision.name(), "detail": detail,
             "signature": entry.signature, "attempts": entry.attempts, "record": entry.record,
@@ -325,7 +301,7 @@ impl Shared<'_> {
             return Err(e).with_context(|| format!("quarantining {}", entry.key));
         }
         ledger.finish(&entry.key, Finish::Quarantined).await?;
-        Ok(outcome)
+        Ok(if decision == Decision::PoisonAttempts { Outcome::PoisonAttempts } else { Outcome::PoisonUncleared })
     }
 
     async fn wait_for_rate(&self) {

@@ -2,22 +2,19 @@
 //! implement it, and all pass the same compliance test. Each says whose failure a failed
 //! delivery is (see `Delivery`); the run decides what that costs.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 use super::append::AppendFile;
 use super::backoff::Backoff;
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The result of delivering one message, and whose failure a failed delivery is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,17 +92,9 @@ impl HttpTarget {
         Ok(HttpTarget { client, url: url.to_string(), retry })
     }
 
-    /// POSTs `body` with the key; 2xx delivered, 409 already done, other 4xx rejected; 5xx,
-    /// timeouts and connection errors retried with jittered exponential backoff.
+    /// POSTs `body` with the key, retried while the answer says so (see `Delivery`).
     pub async fn post(&self, key: &str, body: Vec<u8>) -> Delivery {
-        let mut last = Delivery::Down(format!("{}: not attempted", self.url));
-        for attempt in 0..self.retry.attempts.max(1) {
-            if attempt > 0 {
-                tokio::time::sleep(self.retry.backoff.delay(attempt)).await;
-                if self.retry.halt.is_raised() {
-                    break;
-                }
-            }
+        with_retries(&self.retry, || async {
             let sent = self
                 .client
                 .post(&self.url)
@@ -115,30 +104,56 @@ impl HttpTarget {
                 .send()
                 .await;
             match sent {
-                Ok(resp) => {
-                    let status = resp.status();
-                    if status.is_success() {
-                        return Delivery::Delivered;
-                    }
-                    if status.as_u16() == 409 {
-                        return Delivery::AlreadyDone;
-                    }
-                    let why = format!("HTTP {status} from {}", self.url);
-                    if status.is_client_error() {
-                        return Delivery::Rejected(why);
-                    }
-                    last = Delivery::Transient(why);
-                }
-                Err(e) => last = classify(&self.url, &e),
+                Ok(response) => answer(&self.url, response.status()),
+                Err(e) => transport_error(&self.url, &e),
             }
+        })
+        .await
+    }
+}
+
+impl Delivery {
+    /// Worth another try within the run: a 5xx, a timeout, a connection that failed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Delivery::Transient(_) | Delivery::Down(_))
+    }
+}
+
+/// Tries `attempt` up to `retry.attempts` times while its delivery is retryable, waiting a
+/// jittered backoff between tries; a halted run tries no more.
+pub async fn with_retries<F, Fut>(retry: &Retry, mut attempt: F) -> Delivery
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Delivery>,
+{
+    let mut delivery = attempt().await;
+    for n in 1..retry.attempts.max(1) {
+        if !delivery.is_retryable() {
+            break;
         }
-        last
+        tokio::time::sleep(retry.backoff.delay(n)).await;
+        if retry.halt.is_raised() {
+            break;
+        }
+        delivery = attempt().await;
+    }
+    delivery
+}
+
+/// An HTTP answer: 2xx delivered, 409 already done, other 4xx this message's failure, the
+/// rest transient.
+fn answer(url: &str, status: reqwest::StatusCode) -> Delivery {
+    match status.as_u16() {
+        200..=299 => Delivery::Delivered,
+        409 => Delivery::AlreadyDone,
+        400..=499 => Delivery::Rejected(format!("HTTP {status} from {url}")),
+        _ => Delivery::Transient(format!("HTTP {status} from {url}")),
     }
 }
 
 /// A transport error: not reached (connect, DNS, TLS) is the target's failure; a timeout or a
 /// connection dropped mid-request may be this message's.
-fn classify(url: &str, e: &reqwest::Error) -> Delivery {
+fn transport_error(url: &str, e: &reqwest::Error) -> Delivery {
     if e.is_timeout() {
         Delivery::Transient(format!("{url}: timed out"))
     } else if e.is_connect() {
@@ -222,5 +237,71 @@ impl Target for FileTarget {
                 Err(e) => Delivery::Down(format!("{}: write task failed: {e}", self.file.path().display())),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use super::*;
+
+    fn retry(attempts: u32) -> Retry {
+        Retry { attempts, backoff: Backoff { base: Duration::from_millis(1), cap: Duration::from_millis(2) }, timeout: Duration::from_secs(5), halt: Halt::default() }
+    }
+
+    fn run<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    }
+
+    #[test]
+    fn answers_say_whose_failure_it_is() {
+        let status = |n| reqwest::StatusCode::from_u16(n).unwrap();
+        assert_eq!(answer("u", status(204)), Delivery::Delivered);
+        assert_eq!(answer("u", status(409)), Delivery::AlreadyDone);
+        assert_eq!(answer("u", status(422)), Delivery::Rejected("HTTP 422 Unprocessable Entity from u".into()));
+        assert_eq!(answer("u", status(503)), Delivery::Transient("HTTP 503 Service Unavailable from u".into()));
+        assert!(answer("u", status(503)).is_retryable() && !answer("u", status(404)).is_retryable());
+        assert!(Delivery::Down("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn retries_stop_at_a_final_answer_at_the_limit_or_when_the_run_halts() {
+        let tries = AtomicU32::new(0);
+        let always = |d: Delivery| {
+            let tries = &tries;
+            move || {
+                tries.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(d.clone())
+            }
+        };
+        assert_eq!(run(with_retries(&retry(3), always(Delivery::Transient("503".into())))), Delivery::Transient("503".into()));
+        assert_eq!(tries.swap(0, Ordering::SeqCst), 3);
+        assert_eq!(run(with_retries(&retry(3), always(Delivery::Rejected("422".into())))), Delivery::Rejected("422".into()));
+        assert_eq!(tries.swap(0, Ordering::SeqCst), 1, "a message failure is final");
+        let halted = retry(3);
+        halted.halt.raise();
+        run(with_retries(&halted, always(Delivery::Down("refused".into()))));
+        assert_eq!(tries.swap(0, Ordering::SeqCst), 1, "a halted run tries once");
+        let mut answers = vec![Delivery::Delivered, Delivery::Transient("503".into())];
+        assert_eq!(run(with_retries(&retry(3), || std::future::ready(answers.pop().unwrap()))), Delivery::Delivered);
+    }
+
+    #[test]
+    fn exec_exit_codes_and_file_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("tempfail.sh");
+        std::fs::write(&script, "#!/bin/sh\nexit 75\n").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let record = json!({"a": 1});
+        let send = |spec: &str| run(async { parse(spec, retry(1)).unwrap().send("k", &record).await });
+        assert_eq!(send("exec:true"), Delivery::Delivered);
+        assert!(matches!(send("exec:false"), Delivery::Rejected(_)));
+        assert!(matches!(send(&format!("exec:{}", script.display())), Delivery::Transient(_)));
+        assert!(matches!(send("exec:/nonexistent/command"), Delivery::Down(_)));
+        let file = dir.path().join("out.jsonl");
+        assert_eq!(send(&format!("file:{}", file.display())), Delivery::Delivered);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"key\":\"k\",\"record\":{\"a\":1}}\n");
+        assert!(parse("ftp://x", retry(1)).is_err());
     }
 }

@@ -183,4 +183,64 @@ mod tests {
         let c: Map<String, Value> = serde_json::from_str(r#"{"a":"q\"","b":[1,{"x":null,"y":"e"}]}"#).unwrap();
         assert_ne!(manifest_digest(&a), manifest_digest(&c));
     }
+
+    fn header() -> Header {
+        Header {
+            manifest: FORMAT.into(),
+            created_at: "2026-11-29T00:00:00Z".into(),
+            tool_version: "0".into(),
+            profile: "vision".into(),
+            inputs: vec![InputStamp { path: "d.jsonl".into(), size: Some(1), modified: None }],
+            policy: serde_json::json!({"max_attempts": 2}),
+            fixes: Value::Null,
+            classification: Value::Null,
+            counts: DecisionCounts::default(),
+            rejected: 0,
+            entries: 0,
+            entries_sha256: String::new(),
+            manifest_sha256: String::new(),
+        }
+    }
+
+    fn entry_line(key: &str, decision: Decision) -> Vec<u8> {
+        let entry = Entry { key: key.into(), decision, signature: Signature(vec![("r".into(), "x".into())]), id: key.into(), attempts: 0, max_attempts: 2, record: serde_json::json!({"id": key}) };
+        let mut line = serde_json::to_vec(&entry).unwrap();
+        line.push(b'\n');
+        line
+    }
+
+    /// Writes a manifest of three entries; returns its bytes.
+    fn written() -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = crate::storage::Storage::new();
+        let location = crate::storage::Location::File(dir.path().join("m.jsonl"));
+        let mut writer = ManifestWriter::create(crate::storage::Output::create(&storage, &location).unwrap(), "m.jsonl", header()).unwrap();
+        for (key, decision) in [("a", Decision::Replay), ("b", Decision::PoisonUncleared), ("c", Decision::Replay)] {
+            writer.write(&entry_line(key, decision), decision).unwrap();
+        }
+        let sealed = writer.finish(4).unwrap();
+        assert_eq!((sealed.entries, sealed.rejected, sealed.counts.replay, sealed.counts.poison_uncleared), (3, 4, 2, 1));
+        std::fs::read(dir.path().join("m.jsonl")).unwrap()
+    }
+
+    #[test]
+    fn a_written_manifest_reads_back_sealed_and_any_change_is_refused() {
+        let bytes = written();
+        let mut manifest = Manifest::open_verified("m", &bytes[..], None).unwrap();
+        let digest = manifest.header.manifest_sha256.clone();
+        let keys: Vec<String> = manifest.entries().unwrap().map(|e| e.unwrap().key).collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+        assert!(Manifest::open_verified("m", &bytes[..], Some(&digest)).is_ok());
+        assert!(Manifest::open_verified("m", &bytes[..], Some(&"0".repeat(64))).is_err());
+
+        let text = String::from_utf8(bytes).unwrap();
+        let refused = |changed: String, why: &str| {
+            let err = Manifest::open_verified("m", changed.as_bytes(), None).err().expect("refused");
+            assert!(format!("{err:#}").contains(why), "{err:#}");
+        };
+        refused(text.replacen("\"max_attempts\":2", "\"max_attempts\":9", 1), "the header does not match its manifest_sha256");
+        refused(text.replacen("\"decision\":\"poison_uncleared\"", "\"decision\":\"replay\"", 1), "the entries do not match entries_sha256");
+        refused(text[..text.len() - 10].to_string(), "altered or truncated");
+        refused(String::new(), "not a dlqf manifest header");
+    }
 }

@@ -13,7 +13,7 @@ use anyhow::Result;
 pub use postgres::{redact, PostgresLedger};
 pub use sqlite::SqliteLedger;
 
-use super::target::BoxFuture;
+use futures_util::future::BoxFuture;
 
 /// The answer to a claim.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use tokio_postgres::{Client, Config, NoTls, Socket};
 use super::tls::{LedgerUrl, Mode};
 use super::{new_owner, now_ms, owner_is_dead, Claim, Finish, Ledger, Purpose};
 use crate::execute::backoff::Backoff;
-use crate::execute::target::BoxFuture;
+use futures_util::future::BoxFuture;
 
 /// How long a lost connection is tried again before the run fails.
 const RECONNECT_FOR: Duration = Duration::from_secs(30);

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::{new_owner, now_ms, owner_is_dead, Claim, Finish, Ledger, Purpose};
 use crate::execute::backoff::Backoff;
-use crate::execute::target::BoxFuture;
+use futures_util::future::BoxFuture;
 
 pub struct SqliteLedger {
     conn: Mutex<Connection>,
