@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     match cli::run() {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("dlqf: {err:#}");
+            dlqf::messages::message(format!("{err:#}"));
             ExitCode::from(cli::exit_code_for(&err))
         }
     }

@@ -105,6 +105,18 @@ fn trend_of_nothing_is_an_empty_report_and_bad_options_are_usage_errors() {
     dir.command().args(["trend", "empty.jsonl", "--window", "0"]).expect_code(2);
     dir.command().args(["trend", "empty.jsonl", "--every", "month"]).expect_code(2);
     dir.command().args(["trend", "empty.jsonl", "--format", "parquet", "-o", "t.parquet"]).expect_code(2);
+    // Usage errors are found before any input is read, naming the flag: the missing input
+    // is never reached.
+    for command in ["trend", "health"] {
+        let run = dir.command().args([command, "missing.jsonl", "--format", "html"]).expect_code(2);
+        assert!(run.stderr.contains("--format html"), "{}", run.stderr);
+    }
+    let run = dir.command().args(["diff", "missing-a.json", "missing-b.json", "--format", "parquet"]).expect_code(2);
+    assert!(run.stderr.contains("--format parquet"), "{}", run.stderr);
+    let run = dir.command().args(["execute", "missing.jsonl", "--target", "ftp://x", "--ledger", "l.db", "--quarantine", "file:q"]).expect_code(2);
+    assert!(run.stderr.contains("--target"), "{}", run.stderr);
+    let run = dir.command().args(["execute", "missing.jsonl", "--target", "file:t", "--ledger", "l.db", "--quarantine", "file:q", "--lease", "0"]).expect_code(2);
+    assert!(run.stderr.contains("--lease must be positive"), "{}", run.stderr);
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use dlqf::analyze::diff;
 use dlqf::analyze::rank::RankReport;
+use dlqf::messages;
 use dlqf::report::{self, OutputFormat};
 use dlqf::storage::{Location, Storage};
 
@@ -48,10 +49,10 @@ fn read_report(storage: &Storage, name: &str) -> Result<RankReport> {
     diff::check_rank_report(&report, name)?;
     diff::fill_missing(&mut report);
     if let Some(listed) = diff::listed_part(&report) {
-        eprintln!(
-            "dlqf: warning: {name} lists {listed} of its {} failures (made with --top?): causes past its end show as new or gone",
+        messages::warning(format!(
+            "{name} lists {listed} of its {} failures (made with --top?): causes past its end show as new or gone",
             report.total
-        );
+        ));
     }
     Ok(report)
 }

@@ -3,15 +3,16 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use dlqf::execute::backoff::Backoff;
 use dlqf::execute::signals::StopSignals;
 use dlqf::execute::target::{Halt, Retry};
 use dlqf::execute::{self, quarantine, target, ExecuteReport, Options, Stopped};
 use dlqf::manifest::Manifest;
+use dlqf::messages;
 use dlqf::storage::{Location, Storage};
 use dlqf::report;
-use dlqf::progress::Progress;
+use dlqf::messages::Progress;
 
 use super::{UsageError, EXIT_ALERT};
 
@@ -112,18 +113,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    if args.concurrency == 0
-        || args.failure_window == 0
-        || args.rate.is_some_and(|r| r <= 0.0)
-        || !(0.0..=1.0).contains(&args.max_failure_ratio)
-        || args.timeout <= 0.0
-        || args.lease <= 0.0
-    {
-        return Err(UsageError(
-            "--concurrency, --failure-window, --rate, --timeout and --lease must be positive; --max-failure-ratio between 0 and 1".into(),
-        )
-        .into());
-    }
+    check_flags(&args).map_err(|e| UsageError(format!("{e:#}")))?;
     let storage = Storage::new();
     let mut manifest = Manifest::open_verified(&args.manifest.to_string(), storage.open(&args.manifest)?, args.expect_digest.as_deref())?;
     let (report, stopped) = if args.dry_run {
@@ -131,16 +121,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         let halt = Halt::default();
         let retry = Retry { attempts: args.retries.max(1), backoff: Backoff::default(), timeout: Duration::from_secs_f64(args.timeout), halt: halt.clone() };
-        let target = target::parse(&args.target, retry.clone()).map_err(|e| UsageError(format!("{e:#}")))?;
+        let target = target::parse(&args.target, retry.clone())?;
         // Quarantining what a stopped run has started still retries: poison must land.
         let sink_retry = Retry { halt: Halt::default(), ..retry.clone() };
-        let quarantine = quarantine::parse(&args.quarantine, sink_retry).map_err(|e| UsageError(format!("{e:#}")))?;
+        let quarantine = quarantine::parse(&args.quarantine, sink_retry)?;
         let busy = args.timeout * f64::from(retry.attempts);
         if busy > args.lease {
-            eprintln!(
-                "dlqf: warning: a delivery may take --timeout × --retries = {busy} s, more than --lease {} s; claims are renewed while deliveries run, but an executor that hangs holds its keys that long",
+            messages::warning(format!(
+                "a delivery may take --timeout × --retries = {busy} s, more than --lease {} s; claims are renewed while deliveries run, but an executor that hangs holds its keys that long",
                 args.lease
-            );
+            ));
         }
         let options = Options {
             concurrency: args.concurrency,
@@ -164,13 +154,29 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     storage.write(&Location::Std, &bytes)?;
     if let Some(why) = &stopped {
-        eprintln!("dlqf: {}", describe(why, &report, args.max_failure_ratio));
+        messages::message(describe(why, &report, args.max_failure_ratio));
     }
     Ok(match stopped {
         Some(Stopped::Signal(signal)) => ExitCode::from(128 + signal as u8),
         _ if report.outcomes.replay_failed > 0 || report.unfinished > 0 => ExitCode::from(EXIT_ALERT),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Every flag checked before the manifest is read, each error naming its flag.
+fn check_flags(args: &Args) -> Result<()> {
+    let positive = [("--concurrency", args.concurrency as f64), ("--failure-window", args.failure_window as f64), ("--timeout", args.timeout), ("--lease", args.lease)];
+    for (flag, value) in positive.into_iter().chain(args.rate.map(|r| ("--rate", r))) {
+        if !(value > 0.0) {
+            anyhow::bail!("{flag} must be positive, got {value}");
+        }
+    }
+    if !(0.0..=1.0).contains(&args.max_failure_ratio) {
+        anyhow::bail!("--max-failure-ratio must be between 0 and 1, got {}", args.max_failure_ratio);
+    }
+    target::check(&args.target).context("--target")?;
+    quarantine::check(&args.quarantine).context("--quarantine")?;
+    Ok(())
 }
 
 /// Why the run stopped, and what it left.

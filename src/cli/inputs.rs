@@ -7,7 +7,7 @@ use clap::builder::TypedValueParser;
 use dlqf::profile::Profile;
 use dlqf::report::OutputFormat;
 use dlqf::signature::Layout;
-use dlqf::progress::Progress;
+use dlqf::messages::{self, Progress};
 use dlqf::source::{self, Accumulator, Input, Scan, Tally, Window};
 use dlqf::storage::{Location, Storage};
 use dlqf::timestamp;
@@ -131,7 +131,7 @@ impl InputArgs {
         let storage = Storage::new();
         let inputs = source::prune_partitions(source::inputs(&storage, &self.inputs)?, window);
         if inputs.is_empty() {
-            eprintln!("dlqf: warning: no dump files found in {}", self.inputs.join(" "));
+            messages::warning(format!("no dump files found in {}", self.inputs.join(" ")));
         }
         let layout = Layout::new(&profile);
         let total_bytes: u64 = inputs.iter().filter_map(|i: &Input| i.size).sum();
@@ -183,11 +183,11 @@ pub fn report_rejects(tally: &Tally) {
         return;
     }
     for reject in tally.rejects.iter().take(SHOWN_REJECTS) {
-        eprintln!("{reject}");
+        messages::line(&reject.to_string());
     }
     let shown = tally.rejects.len().min(SHOWN_REJECTS) as u64;
     if tally.rejected > shown {
-        eprintln!("… and {} more", tally.rejected - shown);
+        messages::line(&format!("… and {} more", tally.rejected - shown));
     }
-    eprintln!("dlqf: {} rows rejected (counted in the report; --strict makes this an error)", tally.rejected);
+    messages::message(format!("{} rows rejected (counted in the report; --strict makes this an error)", tally.rejected));
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use dlqf::analyze::sql;
-use dlqf::progress::Progress;
+use dlqf::messages::Progress;
 use dlqf::report::{self, table};
 use dlqf::source::{self, RawTable};
 use dlqf::storage::{Location, Storage};

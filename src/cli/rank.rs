@@ -6,6 +6,7 @@ use anyhow::Result;
 use dlqf::analyze::rank::{self, RankOptions, DEFAULT_ALERT_SHARE};
 use dlqf::analyze::trend::{self, Every, TrendGroups, TrendOptions, DEFAULT_WINDOW};
 use dlqf::analyze::SignatureGroups;
+use dlqf::messages;
 use dlqf::report::{self, OutputFormat};
 
 use super::inputs::{InputArgs, OutputArgs};
@@ -91,7 +92,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             // A span too long to draw leaves the page without trend lines, not without a report.
             let (trend, why) = trend::for_page(hourly, &loaded.layout, trend_options, args.by == GroupBy::Category);
             if let Some(e) = why {
-                eprintln!("dlqf: warning: no trend lines in the report: {e:#}");
+                messages::warning(format!("no trend lines in the report: {e:#}"));
             }
             report::html::rank(&ranking, &trend)
         }

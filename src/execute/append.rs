@@ -38,7 +38,7 @@ impl AppendFile {
             each(&line);
         }
         if whole < file.metadata()?.len() {
-            eprintln!("dlqf: {name}: cut a torn last line (from an interrupted write) before appending");
+            crate::messages::warning(format!("{name}: cut a torn last line (from an interrupted write) before appending"));
             file.set_len(whole).with_context(|| format!("{name}: cannot repair"))?;
             file.sync_data().with_context(|| format!("{name}: cannot repair"))?;
         }

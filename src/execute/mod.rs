@@ -32,7 +32,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::manifest::{Decision, Manifest};
-use crate::progress::Progress;
+use crate::messages::Progress;
 use gate::Fate;
 use ledger::{Claim, Ledger};
 use quarantine::Sink;

@@ -18,13 +18,21 @@ pub trait Sink: Send + Sync {
     fn publish<'a>(&'a self, key: &'a str, line: &'a Value) -> BoxFuture<'a, Result<()>>;
 }
 
-pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Sink>> {
-    if spec.starts_with("http://") || spec.starts_with("https://") {
-        Ok(Box::new(HttpSink(HttpTarget::new(spec, retry)?)))
-    } else if let Some(path) = spec.strip_prefix("file:") {
-        Ok(Box::new(FileSink::open(PathBuf::from(path))?))
+/// Checks the form of `file:PATH` or `http(s)://…` without opening anything.
+pub fn check(spec: &str) -> Result<()> {
+    if spec.starts_with("http://") || spec.starts_with("https://") || spec.strip_prefix("file:").is_some_and(|p| !p.is_empty()) {
+        Ok(())
     } else {
-        bail!("quarantine `{spec}`: expected file:PATH or http(s)://…")
+        bail!("`{spec}`: expected file:PATH or http(s)://…")
+    }
+}
+
+/// Opens the sink a checked spec names.
+pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Sink>> {
+    check(spec)?;
+    match spec.strip_prefix("file:") {
+        Some(path) => Ok(Box::new(FileSink::open(PathBuf::from(path))?)),
+        None => Ok(Box::new(HttpSink(HttpTarget::new(spec, retry)?))),
     }
 }
 

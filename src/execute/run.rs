@@ -17,7 +17,8 @@ use super::signals::StopSignals;
 use super::target::{Delivery, Target};
 use super::{ExecuteReport, Options, Outcomes, Run, Stopped, REPORT_ID};
 use crate::manifest::{Decision, Entry, Manifest};
-use crate::progress::Progress;
+use crate::messages;
+use crate::messages::Progress;
 
 /// What a run works with.
 pub(super) struct Parts<'a> {
@@ -208,7 +209,7 @@ impl Shared<'_> {
                 ledger.finish(key, Finish::Failed).await?;
                 self.answered.fetch_add(1, Ordering::SeqCst);
                 self.record(true);
-                eprintln!("dlqf: replay of {key} ({}) failed: {why}", entry.id);
+                messages::message(format!("replay of {key} ({}) failed: {why}", entry.id));
                 Ok(Outcome::Failed)
             }
             Delivery::Transient(why) => {
@@ -243,7 +244,7 @@ impl Shared<'_> {
     fn target_failure(&self, why: String) {
         let n = self.target_failures.fetch_add(1, Ordering::SeqCst) + 1;
         if n <= SHOWN_TARGET_FAILURES {
-            eprintln!("dlqf: target failure (no key charged): {why}");
+            messages::message(format!("target failure (no key charged): {why}"));
         }
         *self.last_target_failure.lock().unwrap() = Some(why);
     }
@@ -257,7 +258,7 @@ impl Shared<'_> {
             if served {
                 self.parts.ledger.charge(&key).await?;
                 self.outcomes.lock().unwrap().replay_failed += 1;
-                eprintln!("dlqf: replay of {key} ({id}) failed: {why}");
+                messages::message(format!("replay of {key} ({id}) failed: {why}"));
             } else {
                 self.target_failure(why);
             }

@@ -63,20 +63,31 @@ impl Halt {
     }
 }
 
-/// Parses `http(s)://…`, `exec:CMD ARG…` or `file:PATH`.
-pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Target>> {
+/// Checks the form of `http(s)://…`, `exec:CMD ARG…` or `file:PATH` without opening anything.
+pub fn check(spec: &str) -> Result<()> {
     if spec.starts_with("http://") || spec.starts_with("https://") {
-        Ok(Box::new(HttpTarget::new(spec, retry)?))
+        Ok(())
     } else if let Some(cmd) = spec.strip_prefix("exec:") {
-        let argv: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
-        if argv.is_empty() {
-            bail!("target `{spec}`: exec: needs a command");
+        if cmd.split_whitespace().next().is_none() {
+            bail!("`{spec}`: exec: needs a command");
         }
-        Ok(Box::new(ExecTarget { argv }))
+        Ok(())
+    } else if spec.strip_prefix("file:").is_some_and(|p| !p.is_empty()) {
+        Ok(())
+    } else {
+        bail!("`{spec}`: expected http(s)://…, exec:CMD ARG… or file:PATH")
+    }
+}
+
+/// Opens the target a checked spec names.
+pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Target>> {
+    check(spec)?;
+    if let Some(cmd) = spec.strip_prefix("exec:") {
+        Ok(Box::new(ExecTarget { argv: cmd.split_whitespace().map(str::to_string).collect() }))
     } else if let Some(path) = spec.strip_prefix("file:") {
         Ok(Box::new(FileTarget::open(PathBuf::from(path))?))
     } else {
-        bail!("target `{spec}`: expected http(s)://…, exec:CMD ARG… or file:PATH")
+        Ok(Box::new(HttpTarget::new(spec, retry)?))
     }
 }
 

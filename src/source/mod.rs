@@ -18,7 +18,7 @@ pub use json_fields::FieldPicker;
 pub use rows::{FullRow, Record};
 pub use table::RawTable;
 
-use crate::progress::Progress;
+use crate::messages::Progress;
 use crate::signature::{Layout, RowFacts};
 use crate::storage::{Location, Opener, Storage};
 use jsonl::Chunks;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 
 use super::{jsonl, objects, rows, Format, Input, Piece, Tally};
-use crate::progress::Progress;
+use crate::messages::Progress;
 use crate::storage::{Location, Storage};
 use crate::temp::TempFile;
 

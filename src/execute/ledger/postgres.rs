@@ -13,6 +13,7 @@ use tokio_postgres::{Client, Config, NoTls, Socket};
 use super::tls::{LedgerUrl, Mode};
 use super::{new_owner, now_ms, owner_is_dead, Claim, Finish, Ledger, Purpose};
 use crate::execute::backoff::Backoff;
+use crate::messages;
 use futures_util::future::BoxFuture;
 
 /// How long a lost connection is tried again before the run fails.
@@ -49,7 +50,7 @@ where
     let (client, connection) = config.connect(tls).await?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
-            eprintln!("dlqf: ledger connection: {e}");
+            messages::message(format!("ledger connection: {e}"));
         }
     });
     Ok(client)
@@ -116,7 +117,7 @@ impl PostgresLedger {
         if !Arc::ptr_eq(&*self.client.read().await, lost) {
             return Ok(()); // another task has already reconnected
         }
-        eprintln!("dlqf: ledger {}: connection lost ({why}); reconnecting", self.connect.shown);
+        messages::warning(format!("ledger {}: connection lost ({why}); reconnecting", self.connect.shown));
         let started = Instant::now();
         let mut retry = 0;
         loop {
@@ -125,10 +126,10 @@ impl PostgresLedger {
             match self.connect.connect().await {
                 Ok(client) => {
                     *self.client.write().await = Arc::new(client);
-                    eprintln!("dlqf: ledger {}: reconnected", self.connect.shown);
+                    messages::message(format!("ledger {}: reconnected", self.connect.shown));
                     return Ok(());
                 }
-                Err(e) if started.elapsed() < RECONNECT_FOR => eprintln!("dlqf: ledger {}: still unreachable ({e:#})", self.connect.shown),
+                Err(e) if started.elapsed() < RECONNECT_FOR => messages::warning(format!("ledger {}: still unreachable ({e:#})", self.connect.shown)),
                 Err(e) => bail!("ledger {}: connection lost and not back after {} s: {e:#}", self.connect.shown, RECONNECT_FOR.as_secs()),
             }
         }
