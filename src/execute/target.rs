@@ -203,7 +203,11 @@ impl Target for ExecTarget {
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
                     .spawn()?;
-                child.stdin.take().expect("piped").write_all(&body)?;
+                // A command may exit without reading its input: its exit status still counts.
+                match child.stdin.take().expect("piped").write_all(&body) {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e),
+                    _ => {}
+                }
                 child.wait_with_output()
             })
             .await;
