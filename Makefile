@@ -41,7 +41,7 @@ test: test-deps
 	cargo build --all-targets
 	scripts/postgres.sh start $(PG_DIR) $(PG_PORT) > $(PG_DIR).url
 	scripts/moto.sh start $(VENV)/bin $(MOTO_PORT) $(MOTO_PID) || { scripts/postgres.sh stop $(PG_DIR); exit 1; }
-	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) DLQF_POSTGRES_TLS=$(PG_DIR)/tls cargo test --all-targets; \
+	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) DLQF_POSTGRES_TLS=$(PG_DIR)/tls cargo test --all-targets -- --include-ignored; \
 	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
 
 DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)

@@ -31,6 +31,7 @@ fn assert_same_ranking(dir: &Dir, file: &str) {
 }
 
 #[test]
+#[ignore = "needs DuckDB: make test runs it"]
 fn generated_jsonl_with_malformed_rows_matches_duckdb() {
     let dir = Dir::new();
     dir.gen("v.jsonl", &["--rows", "40000", "--seed", "21", "--malformed", "0.01"]);
@@ -38,6 +39,7 @@ fn generated_jsonl_with_malformed_rows_matches_duckdb() {
 }
 
 #[test]
+#[ignore = "needs DuckDB: make test runs it"]
 fn generated_parquet_with_null_rows_matches_duckdb() {
     let dir = Dir::new();
     dir.gen("v.parquet", &["--rows", "40000", "--seed", "22", "--malformed", "0.01", "--row-group-rows", "7000"]);

@@ -20,6 +20,7 @@ fn postgres_url() -> String {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: make test runs it"]
 fn two_executors_at_once_on_one_postgres_ledger_deliver_every_entry_once() {
     let dir = Dir::new();
     let run_id = std::process::id();
@@ -126,6 +127,7 @@ fn port_of(url: &str) -> u16 {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: make test runs it"]
 fn a_postgres_restart_mid_run_is_survived_and_every_entry_delivered_once() {
     let dir = Dir::new();
     let run_id = std::process::id();
@@ -168,6 +170,7 @@ fn tls_dir() -> String {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL: make test runs it"]
 fn the_ledger_speaks_tls_as_sslmode_asks_and_verifies_the_server_when_told_to() {
     let dir = Dir::new();
     let run_id = std::process::id();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::stage::Stage;
-use crate::util::{python, support, vision_line, Dir};
+use crate::util::{support, vision_line, Dir};
 
 const REASONS: [&str; 3] = ["timeout", "low_confidence", "Schema_Invalid"];
 
@@ -78,7 +78,7 @@ fn plan_decides_per_the_gate_and_keys_match_the_seed() {
     assert_eq!(header["counts"]["poison_uncleared"], count("poison_uncleared"));
 
     // Keys recomputed with the seed's own function (the data is clean, so they agree).
-    let out = Command::new(python()).arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).output().unwrap();
+    let out = Command::new("python3").arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).output().unwrap();
     let pairs = String::from_utf8(out.stdout).unwrap();
     assert_eq!(pairs.lines().count(), 60);
     for line in pairs.lines() {
@@ -125,7 +125,7 @@ fn replay_revision_changes_the_key_so_a_fixed_reprocess_is_not_blocked() {
     dump(&dir);
     dir.create("policy.toml", "max_attempts = 3\ncleared_reasons = [\"timeout\", \"schema_invalid\"]\nreplay_revision = \"det-v8.1\"\n");
     let (_, entries) = plan(&dir);
-    let out = Command::new(python()).arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).arg("det-v8.1").output().unwrap();
+    let out = Command::new("python3").arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).arg("det-v8.1").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let pairs = String::from_utf8(out.stdout).unwrap();
     assert_eq!(pairs.lines().count(), 60);
@@ -134,7 +134,7 @@ fn replay_revision_changes_the_key_so_a_fixed_reprocess_is_not_blocked() {
         assert_eq!(ours, seeds, "the key is the seed's over the replay revision");
     }
     // The message's own revision gives other keys: the reprocess under det-v8.1 is new work.
-    let out = Command::new(python()).arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).output().unwrap();
+    let out = Command::new("python3").arg(support("seed_keys.py")).arg(dir.join("manifest.jsonl")).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let old_keys: HashSet<String> = String::from_utf8(out.stdout).unwrap().lines().map(|l| l.split_once(' ').unwrap().1.to_string()).collect();
     assert_eq!(old_keys.len(), 60);

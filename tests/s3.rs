@@ -23,6 +23,7 @@ fn rank(dir: &Dir, inputs: &[&str]) -> String {
 }
 
 #[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn dumps_in_s3_rank_exactly_like_the_same_dumps_on_disk() {
     let dir = Dir::new();
     let b = bucket("same");
@@ -56,6 +57,7 @@ fn dumps_in_s3_rank_exactly_like_the_same_dumps_on_disk() {
 }
 
 #[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn missing_buckets_and_keys_are_errors_naming_the_object_and_never_show_the_secret() {
     let dir = Dir::new();
     let b = bucket("missing");
@@ -68,6 +70,7 @@ fn missing_buckets_and_keys_are_errors_naming_the_object_and_never_show_the_secr
 }
 
 #[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn a_manifest_can_be_planned_from_and_written_to_s3() {
     let dir = Dir::new();
     let b = bucket("plan");
@@ -108,6 +111,7 @@ fn start_s3s(dir: &Dir) -> (std::process::Child, String) {
 }
 
 #[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn wrong_credentials_fail_clearly_and_no_secret_is_ever_printed() {
     let dir = Dir::new();
     dir.gen("store/creds/dlq.jsonl", &["--rows", "50", "--seed", "35"]);
@@ -203,6 +207,7 @@ impl Relay {
 }
 
 #[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn a_server_dying_mid_read_is_an_error_naming_the_object_with_no_report() {
     let dir = Dir::new();
     dir.gen("store/big/dlq.jsonl", &["--rows", "300000", "--seed", "36"]);
@@ -225,6 +230,7 @@ fn a_server_dying_mid_read_is_an_error_naming_the_object_with_no_report() {
 }
 
 #[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn many_small_objects_rank_exactly_like_one_file() {
     let dir = Dir::new();
     let b = bucket("small");
@@ -240,6 +246,7 @@ fn many_small_objects_rank_exactly_like_one_file() {
 }
 
 #[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn a_parquet_object_is_read_by_ranges_for_the_columns_needed_not_downloaded() {
     let dir = Dir::new();
     let b = bucket("ranges");

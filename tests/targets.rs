@@ -83,7 +83,7 @@ fn exec_target_gets_the_record_on_stdin_and_the_key_in_the_environment_without_a
         "import json, os, sys\nrecord = json.load(sys.stdin)\nwith open(sys.argv[1], 'a') as f:\n    f.write(json.dumps({'key': os.environ['DLQF_IDEMPOTENCY_KEY'], 'record': record}) + '\\n')\n",
     );
     // A `;` would start a second command in a shell; here it is just an argument.
-    let target = format!("exec:{} sink.py got.jsonl;touch pwned", crate::util::python());
+    let target = "exec:python3 sink.py got.jsonl;touch pwned".to_string();
     let (entries, _) = run_through(&dir, &target, "file:q.jsonl");
     assert!(!dir.join("pwned").exists());
     let received = file_lines(&dir, "got.jsonl;touch").into_iter().map(|v| (v["key"].as_str().unwrap().to_string(), v["record"].clone())).collect::<Received>();

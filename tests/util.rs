@@ -127,7 +127,9 @@ pub fn vision_line(id: &str, stage: &str, reason: &str, revision: &str, ts: &str
     .to_string()
 }
 
-/// The Python with DuckDB that `make test` prepares, for independent cross-checks.
+/// The Python with DuckDB, pyspark and boto3 that `make test` prepares, for independent
+/// cross-checks (tests that use it are `#[ignore]`d so a bare `cargo test` stays green; `make
+/// test` runs them). Scripts that need only the standard library run on the system's python3.
 pub fn python() -> String {
     std::env::var("DLQF_PYTHON").expect("DLQF_PYTHON is unset: run the tests through `make test`, which installs DuckDB")
 }
