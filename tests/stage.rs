@@ -39,6 +39,8 @@ pub struct Seen {
     pub requests: Vec<(String, String)>,
     /// Every request's key and the status answered (0: the connection was dropped).
     pub answers: Vec<(String, u16)>,
+    /// Every request's `X-Dlqf-*` headers (names lowercased), by key.
+    pub origin: HashMap<String, Vec<(String, String)>>,
 }
 
 pub struct Stage {
@@ -105,6 +107,7 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
         let mut length = 0usize;
         let mut key = String::new();
         let mut content_type = String::new();
+        let mut origin = Vec::new();
         loop {
             let mut h = String::new();
             if reader.read_line(&mut h).unwrap_or(0) == 0 {
@@ -119,6 +122,7 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
                 "content-length" => length = value.trim().parse().unwrap_or(0),
                 "idempotency-key" => key = value.trim().to_string(),
                 "content-type" => content_type = value.trim().to_string(),
+                lower if lower.starts_with("x-dlqf-") => origin.push((lower.to_string(), value.trim().to_string())),
                 _ => {}
             }
         }
@@ -145,6 +149,7 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
         {
             let mut seen = seen.lock().unwrap();
             seen.requests.push((key.clone(), body));
+            seen.origin.insert(key.clone(), origin);
             seen.answers.push((key, status));
         }
         if status == 0 {

@@ -90,3 +90,65 @@ fn exec_target_gets_the_record_on_stdin_and_the_key_in_the_environment_without_a
     check(&entries, received);
     check_quarantine(&entries, file_lines(&dir, "q.jsonl"));
 }
+
+/// Three envelope records (cleared by routing: transient), their origin fields filled in.
+fn envelope_dump(dir: &Dir) -> Vec<Value> {
+    let records: Vec<Value> = (0..3)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("dl-{i}"), "original_topic": "orders", "original_partition": 0, "original_offset": i,
+                "original_key": if i == 2 { Value::Null } else { Value::String(format!("ord-{i}")) },
+                "original_value": {"order_id": format!("ord-{i}"), "items": [{"sku": "A", "qty": i}]},
+                "original_headers": {"trace_id": format!("t{i}")},
+                "error_type": "TimeoutError", "error_message": "timed out", "first_failed_at": "2026-10-01T00:00:00Z",
+                "last_failed_at": "2026-10-01T00:00:00Z", "retry_count": 0, "consumer_id": "c", "consumer_version": "1"
+            })
+        })
+        .collect();
+    dir.create("e.jsonl", records.iter().map(|r| r.to_string() + "\n").collect::<String>());
+    dir.command().args(["plan", "e.jsonl", "--profile", "envelope", "-o", "m.jsonl"]).ok();
+    records
+}
+
+#[test]
+fn http_and_exec_send_the_envelopes_payload_with_its_origin_key_and_headers() {
+    let dir = Dir::new();
+    let records = envelope_dump(&dir);
+    let by_key: std::collections::HashMap<String, Value> = dir
+        .read("m.jsonl")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|e| (e["key"].as_str().unwrap().to_string(), e["record"].clone()))
+        .collect();
+    let stage = Stage::start();
+    dir.command().args(["execute", "m.jsonl", "--target", &stage.url, "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).ok();
+    let seen = stage.seen.lock().unwrap();
+    assert_eq!(seen.requests.len(), 3);
+    for (key, body) in &seen.requests {
+        let record = &by_key[key];
+        assert_eq!(body, &record["original_value"].to_string(), "the body is the original value, compact, keys in order");
+        let mut origin = seen.origin[key].clone();
+        origin.sort();
+        let mut want = vec![("x-dlqf-origin-header-trace_id".to_string(), record["original_headers"]["trace_id"].as_str().unwrap().to_string())];
+        if let Some(k) = record["original_key"].as_str() {
+            want.push(("x-dlqf-origin-key".to_string(), k.to_string()));
+        }
+        want.sort();
+        assert_eq!(origin, want);
+    }
+    drop(seen);
+
+    dir.create(
+        "sink.py",
+        "import json, os, sys\npayload = json.load(sys.stdin)\nwith open('got.jsonl', 'a') as f:\n    f.write(json.dumps({'key': os.environ.get('DLQF_ORIGIN_KEY'), 'headers': json.loads(os.environ['DLQF_ORIGIN_HEADERS']), 'payload': payload}) + '\\n')\n",
+    );
+    dir.command().args(["execute", "m.jsonl", "--target", "exec:python3 sink.py", "--ledger", "l2.db", "--quarantine", "file:q2.jsonl"]).ok();
+    let mut got = file_lines(&dir, "got.jsonl");
+    got.sort_by_key(|g| g["payload"]["order_id"].as_str().unwrap().to_string());
+    for (g, r) in got.iter().zip(&records) {
+        assert_eq!(g["payload"], r["original_value"]);
+        assert_eq!(g["key"], r["original_key"]);
+        assert_eq!(g["headers"], r["original_headers"]);
+    }
+}

@@ -67,7 +67,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let format = args.output.format("health", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown])?;
     let prepared = args.input.prepare(Window::default())?;
     let fields = prepared.profile.signature_names();
-    let by = args.by.clone().or_else(|| prepared.profile.topic_field.clone().filter(|f| fields.contains(f)));
+    let by = args.by.clone().or_else(|| prepared.profile.origin.topic.clone().filter(|f| fields.contains(f)));
     let part = match &by {
         Some(field) => Some(fields.iter().position(|f| f == field).ok_or_else(|| {
             UsageError(format!("--by {field}: not a signature field of profile {} (fields: {})", prepared.profile.name, fields.join(", ")))

@@ -88,6 +88,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         policy: serde_json::to_value(&policy)?,
         fixes: if fixes.fix.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&fixes)? },
         classification: if policy.routing { serde_json::to_value(prepared.layout.classifier())? } else { serde_json::Value::Null },
+        origin: prepared.profile.origin.clone(),
         counts: DecisionCounts::default(),
         rejected: 0,
         entries: 0,

@@ -21,6 +21,7 @@ pub mod backoff;
 mod gate;
 mod guard;
 pub mod ledger;
+pub mod message;
 pub mod quarantine;
 mod run;
 pub mod signals;

@@ -80,7 +80,7 @@ pub struct HttpSink(HttpTarget);
 impl Sink for HttpSink {
     fn publish<'a>(&'a self, key: &'a str, line: &'a Value) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            match self.0.post(key, serde_json::to_vec(line)?).await {
+            match self.0.post(key, serde_json::to_vec(line)?, &[]).await {
                 Delivery::Delivered | Delivery::AlreadyDone => Ok(()),
                 Delivery::Rejected(why) | Delivery::Transient(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
             }

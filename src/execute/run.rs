@@ -16,7 +16,8 @@ use super::quarantine::Sink;
 use super::signals::StopSignals;
 use super::target::{Delivery, Target};
 use super::{ExecuteReport, Options, Outcomes, Run, Stopped, REPORT_ID};
-use crate::manifest::{Decision, Entry, Manifest};
+use super::message::Message;
+use crate::manifest::{Decision, Entry, Manifest, Origin};
 use crate::messages;
 use crate::messages::Progress;
 
@@ -50,6 +51,8 @@ const SHOWN_TARGET_FAILURES: u64 = 3;
 struct Shared<'a> {
     parts: Parts<'a>,
     manifest: String,
+    /// Which record fields are the payload, topic, key and headers (sealed in the header).
+    origin: Origin,
     next_slot: Mutex<Instant>,
     guard: StormGuard,
     /// Set when the run must take no new entries.
@@ -71,6 +74,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
     let total = manifest.header.entries;
     let shared = Shared {
         manifest: manifest.header.manifest_sha256.clone(),
+        origin: manifest.header.origin.clone(),
         next_slot: Mutex::new(Instant::now()),
         guard: StormGuard::new(options.failure_window, options.guard_after, options.max_failure_ratio),
         stop: AtomicBool::new(false),
@@ -192,7 +196,8 @@ impl Shared<'_> {
     async fn replay(&self, entry: &Entry) -> Result<Outcome> {
         let (ledger, key) = (self.parts.ledger, entry.key.as_str());
         self.wait_for_rate().await;
-        let Some(delivery) = self.while_claimed(key, self.parts.target.send(key, &entry.record)).await? else {
+        let message = Message::of(entry, &self.origin);
+        let Some(delivery) = self.while_claimed(key, self.parts.target.send(&message)).await? else {
             // Stopped, and the grace ran out: the target may or may not have it. Released, so
             // a later run sends it again under the same Idempotency-Key.
             ledger.finish(key, Finish::Released).await?;

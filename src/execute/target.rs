@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use futures_util::future::BoxFuture;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::append::AppendFile;
+use super::message::Message;
 use super::backoff::Backoff;
 
 /// The result of delivering one message, and whose failure a failed delivery is.
@@ -34,8 +35,8 @@ pub enum Delivery {
 }
 
 pub trait Target: Send + Sync {
-    /// Delivers `record` under the idempotency `key`, retrying transient failures itself.
-    fn send<'a>(&'a self, key: &'a str, record: &'a Value) -> BoxFuture<'a, Delivery>;
+    /// Delivers one message, retrying transient failures itself.
+    fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery>;
 }
 
 /// Retry and timeout settings shared by network targets and sinks.
@@ -103,17 +104,15 @@ impl HttpTarget {
         Ok(HttpTarget { client, url: url.to_string(), retry })
     }
 
-    /// POSTs `body` with the key, retried while the answer says so (see `Delivery`).
-    pub async fn post(&self, key: &str, body: Vec<u8>) -> Delivery {
+    /// POSTs `body` with the key (and any extra headers), retried while the answer says so
+    /// (see `Delivery`).
+    pub async fn post(&self, key: &str, body: Vec<u8>, extra: &[(String, String)]) -> Delivery {
         with_retries(&self.retry, || async {
-            let sent = self
-                .client
-                .post(&self.url)
-                .header("Content-Type", "application/json")
-                .header("Idempotency-Key", key)
-                .body(body.clone())
-                .send()
-                .await;
+            let mut request = self.client.post(&self.url).header("Content-Type", "application/json").header("Idempotency-Key", key);
+            for (name, value) in extra {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            let sent = request.body(body.clone()).send().await;
             match sent {
                 Ok(response) => answer(&self.url, response.status()),
                 Err(e) => transport_error(&self.url, &e),
@@ -176,8 +175,15 @@ fn transport_error(url: &str, e: &reqwest::Error) -> Delivery {
 }
 
 impl Target for HttpTarget {
-    fn send<'a>(&'a self, key: &'a str, record: &'a Value) -> BoxFuture<'a, Delivery> {
-        Box::pin(self.post(key, serde_json::to_vec(record).expect("records serialise")))
+    /// The payload as the body; the origin key and headers as `X-Dlqf-Origin-Key` and
+    /// `X-Dlqf-Origin-Header-NAME` (those a header can carry).
+    fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery> {
+        let mut extra: Vec<(String, String)> = message.origin_key_text().map(|k| ("X-Dlqf-Origin-Key".to_string(), k)).into_iter().collect();
+        for (name, value) in &message.headers {
+            extra.push((format!("X-Dlqf-Origin-Header-{name}"), String::from_utf8_lossy(value).into_owned()));
+        }
+        extra.retain(|(name, value)| reqwest::header::HeaderName::try_from(name.as_str()).is_ok() && reqwest::header::HeaderValue::try_from(value.as_str()).is_ok());
+        Box::pin(async move { self.post(message.key, message.payload.clone(), &extra).await })
     }
 }
 
@@ -189,16 +195,21 @@ pub struct ExecTarget {
 }
 
 impl Target for ExecTarget {
-    fn send<'a>(&'a self, key: &'a str, record: &'a Value) -> BoxFuture<'a, Delivery> {
+    /// The payload on stdin; the keys and origin headers in the environment.
+    fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery> {
         let argv = self.argv.clone();
         let name = argv[0].clone();
-        let key = key.to_string();
-        let body = serde_json::to_vec(record).expect("records serialise");
+        let mut env = vec![("DLQF_IDEMPOTENCY_KEY".to_string(), message.key.to_string())];
+        env.extend(message.origin_key_text().map(|k| ("DLQF_ORIGIN_KEY".to_string(), k)));
+        if !message.headers.is_empty() {
+            env.push(("DLQF_ORIGIN_HEADERS".to_string(), message.headers_json().to_string()));
+        }
+        let body = message.payload.clone();
         Box::pin(async move {
             let run = tokio::task::spawn_blocking(move || -> std::io::Result<std::process::Output> {
                 let mut child = Command::new(&argv[0])
                     .args(&argv[1..])
-                    .env("DLQF_IDEMPOTENCY_KEY", &key)
+                    .envs(env)
                     .stdin(Stdio::piped())
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
@@ -241,8 +252,9 @@ impl FileTarget {
 }
 
 impl Target for FileTarget {
-    fn send<'a>(&'a self, key: &'a str, record: &'a Value) -> BoxFuture<'a, Delivery> {
-        let mut line = serde_json::to_vec(&json!({"key": key, "record": record})).expect("records serialise");
+    /// A line `{"key": …, "record": …}`: the whole record, as planned.
+    fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery> {
+        let mut line = serde_json::to_vec(&json!({"key": message.key, "record": message.record})).expect("records serialise");
         line.push(b'\n');
         let file = self.file.clone();
         Box::pin(async move {
@@ -308,8 +320,17 @@ mod tests {
         let script = dir.path().join("tempfail.sh");
         std::fs::write(&script, "#!/bin/sh\nexit 75\n").unwrap();
         std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let record = json!({"a": 1});
-        let send = |spec: &str| run(async { parse(spec, retry(1)).unwrap().send("k", &record).await });
+        let entry = crate::manifest::Entry {
+            key: "k".into(),
+            decision: crate::manifest::Decision::Replay,
+            signature: crate::signature::Signature(Vec::new()),
+            id: "i".into(),
+            attempts: 0,
+            max_attempts: 3,
+            record: json!({"a": 1}),
+        };
+        let message = Message::of(&entry, &crate::manifest::Origin::default());
+        let send = |spec: &str| run(async { parse(spec, retry(1)).unwrap().send(&message).await });
         assert_eq!(send("exec:true"), Delivery::Delivered);
         assert!(matches!(send("exec:false"), Delivery::Rejected(_)));
         assert!(matches!(send(&format!("exec:{}", script.display())), Delivery::Transient(_)));

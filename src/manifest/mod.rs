@@ -88,6 +88,25 @@ pub struct InputStamp {
     pub modified: Option<String>,
 }
 
+/// Where a record came from, by the names of its fields (the profile's origin fields): what
+/// execute sends back, and where. Any field may be absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    /// The topic or queue the message failed on.
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// The message's own key.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The payload the consumer expects; without it the whole record is the payload.
+    #[serde(default)]
+    pub value: Option<String>,
+    /// The message's headers (a JSON object of names to values).
+    #[serde(default)]
+    pub headers: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {
     pub manifest: String,
@@ -102,6 +121,9 @@ pub struct Header {
     /// The category rules and routing a `routing` policy decided with (else null).
     #[serde(default)]
     pub classification: Value,
+    /// The record fields execute sends back (payload, topic, key, headers).
+    #[serde(default)]
+    pub origin: Origin,
     pub counts: DecisionCounts,
     pub rejected: u64,
     pub entries: u64,
@@ -194,6 +216,7 @@ mod tests {
             policy: serde_json::json!({"max_attempts": 2}),
             fixes: Value::Null,
             classification: Value::Null,
+            origin: Origin::default(),
             counts: DecisionCounts::default(),
             rejected: 0,
             entries: 0,

@@ -1,6 +1,7 @@
 //! The two built-in profiles, exactly as the product spec describes them.
 
 use super::{CategorySource, FieldType, Normalizer, Profile, SignatureField};
+use crate::manifest::Origin;
 
 fn field(name: &str, normalizer: Normalizer) -> SignatureField {
     SignatureField { field: name.into(), normalizer, required: true, field_type: FieldType::String }
@@ -22,7 +23,7 @@ pub fn vision() -> Profile {
         key_fields: vec!["stage".into(), "registry_revision".into()],
         revision_field: Some("registry_revision".into()),
         reason_field: Some("reject_reason".into()),
-        topic_field: None,
+        origin: Origin::default(),
         category: CategorySource::Classify { type_field: None, message_field: "reject_reason".into() },
         classifier: Default::default(),
     }
@@ -53,7 +54,12 @@ pub fn envelope() -> Profile {
         key_fields: vec!["original_topic".into(), "consumer_version".into()],
         revision_field: Some("consumer_version".into()),
         reason_field: Some("error_type".into()),
-        topic_field: Some("original_topic".into()),
+        origin: Origin {
+            topic: Some("original_topic".into()),
+            key: Some("original_key".into()),
+            value: Some("original_value".into()),
+            headers: Some("original_headers".into()),
+        },
         category: CategorySource::Field("error_category".into()),
         classifier: Default::default(),
     }

@@ -91,8 +91,9 @@ pub struct Profile {
     pub revision_field: Option<String>,
     /// The signature field holding the failure reason (what `cleared_reasons` matches).
     pub reason_field: Option<String>,
-    /// The field naming the topic a message failed on (health's default `--by`).
-    pub topic_field: Option<String>,
+    /// Where a record came from (topic, key, payload, headers): what replay sends back, and
+    /// the topic health groups by when no `--by` is given.
+    pub origin: crate::manifest::Origin,
     /// Where a bucket's error category comes from.
     pub category: CategorySource,
     pub classifier: Arc<classify::Classifier>,
@@ -146,7 +147,8 @@ struct ProfileFile {
     idempotency_key: Option<Vec<String>>,
     revision: Option<String>,
     reason: Option<String>,
-    topic: Option<String>,
+    #[serde(default)]
+    origin: crate::manifest::Origin,
 }
 
 #[derive(Deserialize)]
@@ -234,7 +236,7 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
         key_fields,
         revision_field: file.revision,
         reason_field: file.reason,
-        topic_field: file.topic,
+        origin: file.origin,
     })
 }
 
