@@ -5,6 +5,7 @@
 //! signatures) → `analyze` (groups and rankings) → `report` (renderings). `gen` makes dumps.
 
 pub mod analyze;
+pub mod aws;
 pub mod execute;
 pub mod gen;
 pub mod manifest;

@@ -1,7 +1,7 @@
 //! S3 through object_store (the version polars itself uses): one client per bucket per run,
 //! listing, streamed and ranged reads, small objects fetched ahead concurrently, PUT and
 //! multipart upload; retries with backoff are the store's. Credentials, region and endpoint
-//! come from the standard AWS_* environment variables.
+//! come from the standard AWS chain (`crate::aws`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
@@ -17,6 +17,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::{Found, Location};
+use crate::aws::{Aws, ChainCredentials};
 
 /// One runtime for all object-store calls; readers block on it from worker threads.
 static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
@@ -40,8 +41,16 @@ impl Clients {
         if let Some(store) = stores.get(bucket) {
             return Ok(store.clone());
         }
-        let store: Arc<dyn ObjectStore> =
-            Arc::new(AmazonS3Builder::from_env().with_bucket_name(bucket).build().with_context(|| format!("s3://{bucket}: cannot configure S3"))?);
+        let aws = Aws::get();
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket).with_credentials(Arc::new(ChainCredentials));
+        if let Some(region) = aws.region() {
+            builder = builder.with_region(region);
+        }
+        if let Some(endpoint) = aws.endpoint("S3") {
+            // An endpoint the user set to plain HTTP (a local S3 server) is meant.
+            builder = builder.with_allow_http(endpoint.starts_with("http://")).with_endpoint(endpoint);
+        }
+        let store: Arc<dyn ObjectStore> = Arc::new(builder.build().with_context(|| format!("s3://{bucket}: cannot configure S3"))?);
         stores.insert(bucket.to_string(), store.clone());
         Ok(store)
     }
@@ -202,6 +211,15 @@ fn describe(e: &object_store::Error) -> String {
         }
         object_store::Error::Unauthenticated { .. } => return "not authenticated (HTTP 401): check the AWS credentials".into(),
         _ => {}
+    }
+    // A failure of the credential chain says itself, whatever the store wrapped it in.
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if text.contains("AWS credentials") || text.starts_with("no AWS credentials") {
+            return text;
+        }
+        source = s.source();
     }
     let text = e.to_string();
     let tag = |name: &str| {
