@@ -9,6 +9,8 @@ use crate::manifest::{Entry, Origin};
 pub struct Message<'a> {
     /// The entry's idempotency key.
     pub key: &'a str,
+    /// The message's id (the profile's id field).
+    pub id: &'a str,
     /// The whole record, as planned.
     pub record: &'a Value,
     /// The payload as compact JSON (key order kept).
@@ -38,7 +40,7 @@ impl<'a> Message<'a> {
                 .collect(),
             _ => Vec::new(),
         };
-        Message { key: &entry.key, record: &entry.record, payload, topic, origin_key: field(&origin.key).map(text_bytes), headers }
+        Message { key: &entry.key, id: &entry.id, record: &entry.record, payload, topic, origin_key: field(&origin.key).map(text_bytes), headers }
     }
 
     /// The origin key as text, for HTTP headers and the environment.

@@ -11,28 +11,37 @@ use serde_json::Value;
 use super::append::AppendFile;
 use futures_util::future::BoxFuture;
 
-use super::target::{Delivery, HttpTarget, Retry};
+use super::message::Message;
+use super::target::{self, Delivery, KafkaTarget, Retry, Target};
 
 pub trait Sink: Send + Sync {
     /// Publishes one quarantine line for `key`; publishing a key already held is a no-op.
     fn publish<'a>(&'a self, key: &'a str, line: &'a Value) -> BoxFuture<'a, Result<()>>;
 }
 
-/// Checks the form of `file:PATH` or `http(s)://…` without opening anything.
+/// Checks the form of `file:PATH`, `http(s)://…`, `kafka://HOST:PORT…/TOPIC` or
+/// `sqs://QUEUE` without opening anything.
 pub fn check(spec: &str) -> Result<()> {
-    if spec.starts_with("http://") || spec.starts_with("https://") || spec.strip_prefix("file:").is_some_and(|p| !p.is_empty()) {
-        Ok(())
-    } else {
-        bail!("`{spec}`: expected file:PATH or http(s)://…")
+    let expected = "expected file:PATH, http(s)://…, kafka://HOST:PORT[,…]/TOPIC or sqs://QUEUE-NAME";
+    if spec.starts_with("exec:") {
+        bail!("`{spec}`: {expected}");
     }
+    target::check(spec).map_err(|_| anyhow::anyhow!("`{spec}`: {expected}"))?;
+    if let Some(rest) = spec.strip_prefix("kafka://") {
+        if !KafkaTarget::new(rest, target::Retry::once())?.has_topic() {
+            bail!("`{spec}`: a Kafka quarantine needs its topic: kafka://HOST:PORT/TOPIC");
+        }
+    }
+    Ok(())
 }
 
-/// Opens the sink a checked spec names.
+/// Opens the sink a checked spec names: the file sink, or a target that carries the
+/// quarantine line as its payload, keyed by the idempotency key.
 pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Sink>> {
     check(spec)?;
     match spec.strip_prefix("file:") {
         Some(path) => Ok(Box::new(FileSink::open(PathBuf::from(path))?)),
-        None => Ok(Box::new(HttpSink(HttpTarget::new(spec, retry)?))),
+        None => Ok(Box::new(TargetSink(target::parse(spec, retry)?))),
     }
 }
 
@@ -75,12 +84,24 @@ impl Sink for FileSink {
     }
 }
 
-pub struct HttpSink(HttpTarget);
+/// A target as a quarantine: the line is the payload, the idempotency key the message's key
+/// (an HTTP `Idempotency-Key`, a Kafka record key, SQS's deduplication id), so a sink that
+/// dedupes by key holds each poison message once.
+pub struct TargetSink(Box<dyn Target>);
 
-impl Sink for HttpSink {
+impl Sink for TargetSink {
     fn publish<'a>(&'a self, key: &'a str, line: &'a Value) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            match self.0.post(key, serde_json::to_vec(line)?, &[]).await {
+            let message = Message {
+                key,
+                id: line["id"].as_str().unwrap_or(key),
+                record: line,
+                payload: serde_json::to_vec(line)?,
+                topic: None,
+                origin_key: Some(key.as_bytes().to_vec()),
+                headers: Vec::new(),
+            };
+            match self.0.send(&message).await {
                 Delivery::Delivered | Delivery::AlreadyDone => Ok(()),
                 Delivery::Rejected(why) | Delivery::Transient(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
             }
