@@ -152,3 +152,37 @@ fn http_and_exec_send_the_envelopes_payload_with_its_origin_key_and_headers() {
         assert_eq!(g["headers"], r["original_headers"]);
     }
 }
+
+#[test]
+#[ignore = "needs confluent-kafka's mock broker: make test runs it"]
+fn kafka_target_and_kafka_quarantine() {
+    let dir = Dir::new();
+    let broker = crate::kafka::Broker::start(&["replays", "poison"]);
+    let (entries, _) = run_through(&dir, &broker.url(Some("replays")), &broker.url(Some("poison")));
+    let value = |r: &Value| serde_json::from_str::<Value>(r["value"].as_str().unwrap()).unwrap();
+    let received = broker.read("replays").iter().map(|r| (r["headers"]["dlqf-idempotency-key"].as_str().unwrap().to_string(), value(r))).collect();
+    check(&entries, received);
+    let poison = broker.read("poison");
+    assert!(poison.iter().all(|r| r["key"] == r["headers"]["dlqf-idempotency-key"]), "a poison record is keyed by its idempotency key");
+    check_quarantine(&entries, poison.iter().map(value).collect());
+}
+
+#[test]
+#[ignore = "needs the loopback moto server: make test runs it"]
+fn sqs_target_and_sqs_quarantine() {
+    let dir = Dir::new();
+    let (replays, poison) = (format!("dlqf-compliance-{}", std::process::id()), format!("dlqf-poison-{}", std::process::id()));
+    for queue in [&replays, &poison] {
+        let out = std::process::Command::new(crate::util::python()).arg(crate::util::support("sqs.py")).args(["create", queue]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (entries, _) = run_through(&dir, &format!("sqs://{replays}"), &format!("sqs://{poison}"));
+    let receive = |queue: &str| -> Vec<Value> {
+        let out = std::process::Command::new(crate::util::python()).arg(crate::util::support("sqs.py")).args(["receive", queue]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let body = |m: &Value| serde_json::from_str::<Value>(m["body"].as_str().unwrap()).unwrap();
+    let received = receive(&replays).iter().map(|m| (m["key"].as_str().unwrap().to_string(), body(m))).collect();
+    check(&entries, received);
+    check_quarantine(&entries, receive(&poison).iter().map(body).collect());
+}

@@ -1,0 +1,124 @@
+//! Replay to SQS against the loopback moto server `make test` starts (standard and FIFO
+//! queues), read back with boto3; and AWS credentials as users have them: a profile in
+//! ~/.aws with no AWS_* variables reaches moto, and no credentials at all says so in one line.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::{python, support, vision_line, Dir};
+
+fn sqs(args: &[&str]) -> String {
+    let out = Command::new(python()).arg(support("sqs.py")).args(args).output().expect("run sqs.py");
+    assert!(out.status.success(), "sqs.py {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn receive(queue: &str) -> Vec<Value> {
+    sqs(&["receive", queue]).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// `n` envelope records keyed `ord-i` (every fifth without a key), replayed by routing.
+fn envelope_dump(dir: &Dir, n: usize) -> Vec<Value> {
+    let records: Vec<Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("dl-{i:04}"), "original_topic": "orders", "original_partition": 0, "original_offset": i,
+                "original_key": if i % 5 == 4 { Value::Null } else { Value::String(format!("ord-{i}")) },
+                "original_value": {"order_id": format!("ord-{i}"), "total": i},
+                "original_headers": {}, "error_type": "TimeoutError", "error_message": "timed out",
+                "first_failed_at": "2026-10-01T00:00:00Z", "last_failed_at": "2026-10-01T00:00:00Z",
+                "retry_count": 0, "consumer_id": "c", "consumer_version": "1"
+            })
+        })
+        .collect();
+    dir.create("e.jsonl", records.iter().map(|r| r.to_string() + "\n").collect::<String>());
+    dir.command().args(["plan", "e.jsonl", "--profile", "envelope", "-o", "m.jsonl"]).ok();
+    records
+}
+
+#[test]
+#[ignore = "needs the loopback moto server: make test runs it"]
+fn standard_and_fifo_queues_get_each_payload_once_with_its_key_attribute() {
+    for queue in [format!("dlqf-replay-{}", std::process::id()), format!("dlqf-replay-{}.fifo", std::process::id())] {
+        let dir = Dir::new();
+        sqs(&["create", &queue]);
+        let records = envelope_dump(&dir, 25);
+        let keys: BTreeMap<String, String> = dir
+            .read("m.jsonl")
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|e| (e["id"].as_str().unwrap().to_string(), e["key"].as_str().unwrap().to_string()))
+            .collect();
+        let args = ["execute", "m.jsonl", "--target", &format!("sqs://{queue}"), "--ledger", "l.db", "--quarantine", "file:q.jsonl"];
+        let run = dir.command().args(args).run();
+        assert_eq!(run.code, 0, "{queue}: {}", run.stderr);
+        let got = receive(&queue);
+        assert_eq!(got.len(), 25, "{queue}: each entry once");
+        for message in &got {
+            let body: Value = serde_json::from_str(message["body"].as_str().unwrap()).unwrap();
+            let i = body["total"].as_u64().unwrap() as usize;
+            assert_eq!(message["body"].as_str().unwrap(), records[i]["original_value"].to_string(), "the payload as compact JSON");
+            let id = records[i]["id"].as_str().unwrap();
+            assert_eq!(message["key"], keys[id].as_str(), "the dlqf-idempotency-key attribute");
+            if queue.ends_with(".fifo") {
+                assert_eq!(message["attributes"]["MessageDeduplicationId"], keys[id].as_str());
+                let group = records[i]["original_key"].as_str().unwrap_or(id);
+                assert_eq!(message["attributes"]["MessageGroupId"], group, "the origin key, or the id");
+            }
+        }
+        let again = dir.command().args(args).json();
+        assert_eq!(again["outcomes"]["skipped_idempotent"], 25);
+        assert!(receive(&queue).is_empty(), "a rerun sends nothing");
+    }
+}
+
+#[test]
+#[ignore = "needs the loopback moto server: make test runs it"]
+fn a_missing_queue_fails_the_run_clearly_and_charges_no_key() {
+    let dir = Dir::new();
+    envelope_dump(&dir, 5);
+    let run = dir.command().args(["execute", "m.jsonl", "--target", "sqs://no-such-queue-dlqf", "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).run();
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("sqs://no-such-queue-dlqf") && run.stderr.contains("QueueDoesNotExist"), "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!((report["outcomes"]["replay_failed"].as_u64(), report["unfinished"].as_u64()), (Some(0), Some(5)), "{report}");
+}
+
+/// A command with every AWS_* variable removed and HOME in `dir`.
+fn without_aws_env(dir: &Dir) -> crate::util::TestCommand {
+    let mut cmd = dir.command().env("HOME", dir.path()).env("AWS_EC2_METADATA_DISABLED", "true");
+    for (name, _) in std::env::vars() {
+        if name.starts_with("AWS_") && name != "AWS_EC2_METADATA_DISABLED" {
+            cmd = cmd.env_remove(&name);
+        }
+    }
+    cmd
+}
+
+#[test]
+#[ignore = "needs the loopback moto server: make test runs it"]
+fn a_profile_in_the_shared_files_reaches_s3_and_no_credentials_is_one_clear_line() {
+    let dir = Dir::new();
+    let bucket = format!("dlqf-profile-{}", std::process::id());
+    let out = Command::new(python()).arg(support("s3.py")).args(["mkbucket", &bucket]).output().unwrap();
+    assert!(out.status.success());
+    dir.create("d.jsonl", vision_line("c-1", "s", "r", "v", "2026-10-01T00:00:00Z", 0) + "\n");
+    let out = Command::new(python()).arg(support("s3.py")).args(["put", &bucket, "d.jsonl", dir.join("d.jsonl").to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success());
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
+    dir.create(".aws/credentials", "[ops]\naws_access_key_id = ops-key\naws_secret_access_key = ops-secret-7b2e\n");
+    dir.create(".aws/config", format!("[profile ops]\nregion = us-east-1\nendpoint_url = {endpoint}\n"));
+    let url = format!("s3://{bucket}/d.jsonl");
+    let report = without_aws_env(&dir).env("AWS_PROFILE", "ops").args(["rank", &url, "--format", "json"]).json();
+    assert_eq!(report["total"], 1);
+
+    // No profile, no variables, no metadata service: one line that says what to do.
+    std::fs::remove_dir_all(dir.join(".aws")).unwrap();
+    let run = without_aws_env(&dir).args(["rank", &url, "--format", "json"]).expect_code(1);
+    assert!(run.stderr.contains("no AWS credentials found") && run.stderr.contains("AWS_PROFILE"), "{}", run.stderr);
+    assert!(!run.stderr.contains("169.254.169.254"), "{}", run.stderr);
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+}
