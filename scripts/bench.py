@@ -101,6 +101,43 @@ def bench_replay(args, work):
     stage.terminate()
     requests, distinct = stage.stdout.readline().split()
     rows.append(f"| execute 100,000 entries, HTTP loopback, SQLite ledger, concurrency 16 | {wall:.2f} s | {rss:.0f} MiB | {100000 / wall:,.0f} replays/s | {requests} requests, {distinct} keys |")
+    rows.extend(bench_brokers(args, work))
+    return rows
+
+
+def fresh_ledger(path):
+    for f in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(f):
+            os.remove(f)
+
+
+def bench_brokers(args, work):
+    """execute 100k envelope entries to the loopback Kafka broker (librdkafka's mock cluster)
+    and 10k to SQS on moto, both with the SQLite ledger."""
+    rows = []
+    support = os.path.join(os.path.dirname(__file__), "..", "tests", "support")
+    envelope = os.path.join(work, "envelope-100k.jsonl")
+    manifest = os.path.join(work, "envelope.jsonl")
+    subprocess.run([args.dlqf, "gen", "--profile", "envelope", "--rows", "100000", "--seed", "5", "-o", envelope], check=True)
+    policy = os.path.join(work, "policy.toml")
+    subprocess.run([args.dlqf, "plan", envelope, "--profile", "envelope", "--policy", policy, "-o", manifest, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+    import json
+    with open(manifest) as f:
+        topics = sorted({json.loads(line)["record"]["original_topic"] for i, line in enumerate(f) if i > 0})
+    broker = subprocess.Popen([sys.executable, os.path.join(support, "kafka.py"), "serve", *topics], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        bootstrap = broker.stdout.readline().split()[1]
+        ledger = os.path.join(work, "kafka.db")
+        fresh_ledger(ledger)
+        for concurrency in (64, 256):
+            fresh_ledger(ledger)
+            wall, rss, out = measure([args.dlqf, "execute", manifest, "--target", f"kafka://{bootstrap}", "--ledger", ledger,
+                                      "--quarantine", "file:" + os.path.join(work, "kq.jsonl"), "--concurrency", str(concurrency), "--no-progress"])
+            replayed = json.loads(out)["outcomes"]["replayed"]
+            rows.append(f"| execute 100,000 entries to Kafka (mock cluster on loopback), SQLite ledger, concurrency {concurrency} | {wall:.2f} s | {rss:.0f} MiB | {100000 / wall:,.0f} replays/s | {replayed} replayed |")
+    finally:
+        broker.stdin.close()
+        broker.wait()
     return rows
 
 
