@@ -7,6 +7,7 @@ Markdown table of medians. DuckDB runs the same ranking (grouped on the raw tupl
 normalised, its fastest form) with 2 threads; `wc -l` shows the cost of just reading the bytes.
 """
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -37,11 +38,11 @@ print(len(rows), sum(r[3] for r in rows))
 
 
 QUERY_DUCKDB = r"""
-import sys, duckdb
+import json, sys, duckdb
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 con.execute("CREATE VIEW dlq AS SELECT * FROM read_json('%s', format='newline_delimited')" % sys.argv[1])
-for row in con.execute(sys.argv[2]).fetchall():
-    print(",".join(str(v) for v in row))
+print(json.dumps([list(row) for row in con.execute(sys.argv[2]).fetchall()]))
 """
 
 
@@ -101,7 +102,8 @@ def bench_replay(args, work):
     stage.terminate()
     requests, distinct = stage.stdout.readline().split()
     rows.append(f"| execute 100,000 entries, HTTP loopback, SQLite ledger, concurrency 16 | {wall:.2f} s | {rss:.0f} MiB | {100000 / wall:,.0f} replays/s | {requests} requests, {distinct} keys |")
-    rows.extend(bench_brokers(args, work))
+    if not args.skip_brokers:
+        rows.extend(bench_brokers(args, work))
     return rows
 
 
@@ -211,6 +213,7 @@ def main():
     ap.add_argument("--skip-rank", action="store_true")
     ap.add_argument("--skip-replay", action="store_true")
     ap.add_argument("--skip-scale", action="store_true")
+    ap.add_argument("--skip-brokers", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
     parquet = os.path.join(args.data, f"vision-{args.rows}.parquet")
@@ -257,10 +260,10 @@ def main():
         # SQL over the raw records streams: a one-column group-by over the JSON-lines dump,
         # checked against DuckDB's answer to the same query.
         sql = "SELECT stage, count(*) AS n FROM dlq GROUP BY stage ORDER BY stage"
-        runs = [measure(base + ["query", jsonl, "-e", sql, "--format", "csv", "--no-progress"]) for _ in range(args.runs)]
-        ours = runs[0][2].decode().split()[1:]
-        theirs = subprocess.run([sys.executable, "-c", QUERY_DUCKDB, jsonl, sql], check=True, capture_output=True, text=True).stdout.split()
-        same = "same rows as DuckDB" if ours == theirs else f"DIFFERENT from DuckDB: {ours} vs {theirs}"
+        runs = [measure(base + ["query", jsonl, "-e", sql, "--format", "json"]) for _ in range(args.runs)]
+        ours = sorted([r["stage"], r["n"]] for r in json.loads(runs[0][2]))
+        theirs = sorted(json.loads(subprocess.run([sys.executable, "-c", QUERY_DUCKDB, jsonl, sql], check=True, capture_output=True, text=True).stdout))
+        same = "same rows as DuckDB" if ours == theirs else f"DIFFERENT from DuckDB ({len(ours)} vs {len(theirs)} rows)"
         print(f"| query: one-column group-by (JSON-lines), {same} | {statistics.median(w for w, _, _ in runs):.2f} s | {max(m for _, m, _ in runs):.0f} MiB |")
     if not args.skip_replay:
         import tempfile
