@@ -1,0 +1,206 @@
+//! `kafka://HOST:PORT[,HOST:PORT…][/TOPIC]`: one record per message on its origin topic (or
+//! TOPIC), with the origin key and headers plus `dlqf-idempotency-key`; keyed records go to
+//! the partition Java's default partitioner picks, so a replay lands where the original did.
+//! Records to one partition are batched; delivered means acknowledged by every in-sync replica.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use futures_util::future::BoxFuture;
+use rskafka::BackoffConfig;
+use rskafka::client::error::{Error as ClientError, ProtocolError};
+use rskafka::client::partition::UnknownTopicHandling;
+use rskafka::client::producer::aggregator::RecordAggregator;
+use rskafka::client::producer::{BatchProducer, BatchProducerBuilder, Error as ProducerError};
+use rskafka::client::{Client, ClientBuilder};
+use rskafka::record::Record;
+use tokio::sync::OnceCell;
+
+use super::{with_retries, Delivery, Retry, Target};
+use crate::execute::message::Message;
+
+/// How long records wait for others bound to the same partition.
+const LINGER: Duration = Duration::from_millis(5);
+/// The most a batch holds, in bytes.
+const BATCH_BYTES: usize = 1 << 20;
+
+pub struct KafkaTarget {
+    brokers: Vec<String>,
+    /// The topic every record goes to, when the URL names one.
+    topic: Option<String>,
+    retry: Retry,
+    client: OnceCell<Client>,
+    /// Partition counts by topic, as the brokers last said.
+    partitions: Mutex<HashMap<String, usize>>,
+    producers: tokio::sync::Mutex<HashMap<(String, i32), Arc<BatchProducer<RecordAggregator>>>>,
+}
+
+impl KafkaTarget {
+    /// `HOST:PORT[,HOST:PORT…][/TOPIC]`, the part after `kafka://`.
+    pub fn new(spec: &str, retry: Retry) -> Result<KafkaTarget> {
+        let (brokers, topic) = spec.split_once('/').unwrap_or((spec, ""));
+        let brokers: Vec<String> = brokers.split(',').filter(|b| !b.is_empty()).map(str::to_string).collect();
+        if brokers.is_empty() {
+            bail!("`kafka://{spec}`: no broker (kafka://HOST:PORT[,HOST:PORT…][/TOPIC])");
+        }
+        let topic = (!topic.is_empty()).then(|| topic.to_string());
+        Ok(KafkaTarget { brokers, topic, retry, client: OnceCell::new(), partitions: Mutex::default(), producers: Default::default() })
+    }
+
+    /// Whether the URL names the topic (a quarantine sink must).
+    pub fn has_topic(&self) -> bool {
+        self.topic.is_some()
+    }
+
+    fn name(&self) -> String {
+        format!("kafka://{}", self.brokers.join(","))
+    }
+
+    async fn client(&self) -> Result<&Client, Delivery> {
+        let backoff = BackoffConfig { deadline: Some(self.retry.timeout), ..BackoffConfig::default() };
+        self.client
+            .get_or_try_init(|| ClientBuilder::new(self.brokers.clone()).client_id("dlqf").backoff_config(backoff).build())
+            .await
+            .map_err(|e| Delivery::Down(format!("{}: cannot connect: {e}", self.name())))
+    }
+
+    /// The topic's partition count (asked of the brokers once, and again when unknown).
+    async fn partition_count(&self, client: &Client, topic: &str) -> Result<usize, Delivery> {
+        if let Some(&n) = self.partitions.lock().expect("partitions lock").get(topic) {
+            return Ok(n);
+        }
+        let topics = client.list_topics().await.map_err(|e| self.failure(e))?;
+        let mut known = self.partitions.lock().expect("partitions lock");
+        for t in topics {
+            known.insert(t.name, t.partitions.len());
+        }
+        match known.get(topic) {
+            Some(&n) if n > 0 => Ok(n),
+            _ => Err(Delivery::Rejected(format!("{}: topic `{topic}` does not exist", self.name()))),
+        }
+    }
+
+    async fn producer(&self, client: &Client, topic: &str, partition: i32) -> Result<Arc<BatchProducer<RecordAggregator>>, Delivery> {
+        let mut producers = self.producers.lock().await;
+        if let Some(p) = producers.get(&(topic.to_string(), partition)) {
+            return Ok(p.clone());
+        }
+        let partition_client = client.partition_client(topic, partition, UnknownTopicHandling::Error).await.map_err(|e| self.failure(e))?;
+        let producer = Arc::new(BatchProducerBuilder::new(Arc::new(partition_client)).with_linger(LINGER).build(RecordAggregator::new(BATCH_BYTES)));
+        producers.insert((topic.to_string(), partition), producer.clone());
+        Ok(producer)
+    }
+
+    async fn send_once(&self, message: &Message<'_>) -> Delivery {
+        let Some(topic) = self.topic.clone().or_else(|| message.topic.clone()) else {
+            return Delivery::Rejected(format!("{}: the record names no topic, and the URL none", self.name()));
+        };
+        let client = match self.client().await {
+            Ok(client) => client,
+            Err(down) => return down,
+        };
+        let partitions = match self.partition_count(client, &topic).await {
+            Ok(n) => n,
+            Err(failure) => return failure,
+        };
+        // Java's default partitioner for keyed records; the idempotency key spreads the rest.
+        let hashed = message.origin_key.as_deref().unwrap_or(message.key.as_bytes());
+        let partition = ((murmur2(hashed) & 0x7fff_ffff) as usize % partitions) as i32;
+        let producer = match self.producer(client, &topic, partition).await {
+            Ok(p) => p,
+            Err(failure) => return failure,
+        };
+        let mut headers: BTreeMap<String, Vec<u8>> = message.headers.iter().cloned().collect();
+        headers.insert("dlqf-idempotency-key".into(), message.key.as_bytes().to_vec());
+        let record = Record { key: message.origin_key.clone(), value: Some(message.payload.clone()), headers, timestamp: chrono::Utc::now() };
+        match producer.produce(record).await {
+            Ok(_) => Delivery::Delivered,
+            Err(ProducerError::TooLarge) => Delivery::Rejected(format!("{}: the record is larger than a batch", self.name())),
+            Err(ProducerError::Client(e)) => self.failure(Arc::try_unwrap(e).unwrap_or_else(|e| ClientError::InvalidResponse(e.to_string()))),
+            Err(e) => Delivery::Transient(format!("{}: {e}", self.name())),
+        }
+    }
+
+    /// Whose failure a client error is: unreachable brokers are the target's; a record the
+    /// broker refuses is the message's; the rest may pass.
+    fn failure(&self, e: ClientError) -> Delivery {
+        let why = format!("{}: {e}", self.name());
+        match &e {
+            ClientError::Connection(_) | ClientError::RetryFailed(_) => Delivery::Down(why),
+            ClientError::ServerError { protocol_error, .. } => match protocol_error {
+                ProtocolError::MessageTooLarge
+                | ProtocolError::CorruptMessage
+                | ProtocolError::InvalidRecord
+                | ProtocolError::RecordListTooLarge
+                | ProtocolError::InvalidTopicException
+                | ProtocolError::UnknownTopicOrPartition => Delivery::Rejected(why),
+                ProtocolError::TopicAuthorizationFailed | ProtocolError::ClusterAuthorizationFailed | ProtocolError::SaslAuthenticationFailed => {
+                    Delivery::Down(why)
+                }
+                _ => Delivery::Transient(why),
+            },
+            _ => Delivery::Transient(why),
+        }
+    }
+}
+
+impl Target for KafkaTarget {
+    fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery> {
+        Box::pin(async move { with_retries(&self.retry, || self.send_once(message)).await })
+    }
+}
+
+/// Kafka's murmur2, as Java's producer computes it (and librdkafka's `murmur2_random`).
+pub fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let mut h: u32 = SEED ^ data.len() as u32;
+    let mut chunks = data.chunks_exact(4);
+    for chunk in &mut chunks {
+        let mut k = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let rest = chunks.remainder();
+    if rest.len() >= 3 {
+        h ^= u32::from(rest[2]) << 16;
+    }
+    if rest.len() >= 2 {
+        h ^= u32::from(rest[1]) << 8;
+    }
+    if !rest.is_empty() {
+        h ^= u32::from(rest[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::murmur2;
+
+    #[test]
+    fn murmur2_matches_kafkas_own_test_vectors() {
+        // From Kafka's UtilsTest.testMurmur2 (clients/src/test/java/.../utils/UtilsTest.java).
+        let cases: [(&str, i32); 6] = [
+            ("21", -973932308),
+            ("foobar", -790332482),
+            ("a-little-bit-long-string", -985981536),
+            ("a-little-bit-longer-string", -1486304829),
+            ("lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
+            ("abc", 479470107),
+        ];
+        for (text, want) in cases {
+            assert_eq!(murmur2(text.as_bytes()), want, "{text}");
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! `sqs://QUEUE-NAME`: the payload as the message body with the idempotency key as a message
+//! attribute, sent in batches of up to ten (each entry succeeds or fails on its own); FIFO
+//! queues deduplicate by the key and group by the origin key. Requests are SigV4-signed with
+//! the credentials of the standard AWS chain and speak SQS's JSON protocol.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot, OnceCell};
+
+use super::{with_retries, Delivery, Retry, Target};
+use crate::aws::Aws;
+use crate::execute::message::Message;
+
+/// Messages per SendMessageBatch, SQS's limit.
+const BATCH: usize = 10;
+/// How long a batch waits for more messages before it goes.
+const LINGER: Duration = Duration::from_millis(2);
+
+pub struct SqsTarget {
+    queue: String,
+    fifo: bool,
+    client: reqwest::Client,
+    retry: Retry,
+    /// The queue's URL and the batcher's inbox, made on the first message.
+    ready: OnceCell<(String, mpsc::Sender<Pending>)>,
+}
+
+/// A message waiting for its batch, and where its outcome goes.
+struct Pending {
+    entry: Value,
+    reply: oneshot::Sender<Delivery>,
+}
+
+impl SqsTarget {
+    pub fn new(queue: &str, retry: Retry) -> anyhow::Result<SqsTarget> {
+        let client = reqwest::Client::builder().timeout(retry.timeout).build()?;
+        Ok(SqsTarget { queue: queue.to_string(), fifo: queue.ends_with(".fifo"), client, retry, ready: OnceCell::new() })
+    }
+
+    fn name(&self) -> String {
+        format!("sqs://{}", self.queue)
+    }
+
+    /// The region and endpoint SQS is reached at.
+    fn endpoint() -> (String, String) {
+        let aws = Aws::get();
+        let region = aws.region().unwrap_or_else(|| "us-east-1".into());
+        let endpoint = aws.endpoint("SQS").unwrap_or_else(|| format!("https://sqs.{region}.amazonaws.com"));
+        (region, endpoint)
+    }
+
+    /// One signed call of SQS's JSON protocol: the answer's JSON, or whose failure it is.
+    async fn call(client: &reqwest::Client, name: &str, action: &str, body: &Value) -> Result<Value, Delivery> {
+        let (region, endpoint) = Self::endpoint();
+        let credentials = Aws::get().credentials().await.map_err(|e| Delivery::Down(format!("{name}: {e:#}")))?;
+        let body = serde_json::to_vec(body).expect("JSON serialises");
+        let target = format!("AmazonSQS.{action}");
+        let url = format!("{}/", endpoint.trim_end_matches('/'));
+        let host = reqwest::Url::parse(&url).ok().and_then(|u| u.host_str().map(|h| match u.port() {
+            Some(p) => format!("{h}:{p}"),
+            None => h.to_string(),
+        }));
+        let host = host.ok_or_else(|| Delivery::Down(format!("{name}: bad endpoint {endpoint}")))?;
+        let headers = [("content-type", "application/x-amz-json-1.0"), ("x-amz-target", target.as_str()), ("host", host.as_str())];
+        let signed = crate::aws::sign(&credentials, "sqs", &region, "POST", &url, &headers, &body).map_err(|e| Delivery::Down(format!("{name}: signing: {e:#}")))?;
+        let mut request = client.post(&url).header("content-type", "application/x-amz-json-1.0").header("x-amz-target", &target);
+        for (k, v) in signed {
+            request = request.header(k, v);
+        }
+        let response = request.body(body).send().await.map_err(|e| {
+            if e.is_timeout() {
+                Delivery::Transient(format!("{name}: timed out"))
+            } else if e.is_connect() {
+                Delivery::Down(format!("{name}: cannot connect to {endpoint}"))
+            } else {
+                Delivery::Transient(format!("{name}: {e}"))
+            }
+        })?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| Delivery::Transient(format!("{name}: {e}")))?;
+        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(answer);
+        }
+        let code = answer["__type"].as_str().map(|t| t.rsplit('#').next().unwrap_or(t).to_string()).unwrap_or_else(|| status.to_string());
+        let message = answer["message"].as_str().or(answer["Message"].as_str()).unwrap_or_default();
+        let why = format!("{name}: {action}: {code}: {message}");
+        // A refused request as a whole (credentials, a missing queue, throttling) is the
+        // queue's failure, never one message's.
+        Err(if status.is_server_error() || code.contains("Throttl") { Delivery::Transient(why) } else { Delivery::Down(why) })
+    }
+
+    async fn ready(&self) -> Result<&(String, mpsc::Sender<Pending>), Delivery> {
+        self.ready
+            .get_or_try_init(|| async {
+                let name = self.name();
+                let answer = Self::call(&self.client, &name, "GetQueueUrl", &json!({"QueueName": self.queue})).await?;
+                let url = answer["QueueUrl"].as_str().ok_or_else(|| Delivery::Down(format!("{name}: no QueueUrl in the answer")))?.to_string();
+                let (sender, inbox) = mpsc::channel(BATCH * 8);
+                tokio::spawn(batches(self.client.clone(), name, url.clone(), inbox));
+                Ok((url, sender))
+            })
+            .await
+    }
+
+    async fn send_once(&self, entry: Value) -> Delivery {
+        let (_, sender) = match self.ready().await {
+            Ok(ready) => ready,
+            Err(delivery) => return delivery,
+        };
+        let (reply, outcome) = oneshot::channel();
+        if sender.send(Pending { entry, reply }).await.is_err() {
+            return Delivery::Down(format!("{}: the batcher stopped", self.name()));
+        }
+        outcome.await.unwrap_or_else(|_| Delivery::Transient(format!("{}: no answer for the batch", self.name())))
+    }
+}
+
+/// Gathers pending messages into batches (up to ten, waiting at most `LINGER` for more) and
+/// sends each batch on its own task, so several can be in flight.
+async fn batches(client: reqwest::Client, name: String, url: String, mut inbox: mpsc::Receiver<Pending>) {
+    while let Some(first) = inbox.recv().await {
+        let mut batch = vec![first];
+        let until = tokio::time::Instant::now() + LINGER;
+        while batch.len() < BATCH {
+            match tokio::time::timeout_at(until, inbox.recv()).await {
+                Ok(Some(next)) => batch.push(next),
+                _ => break,
+            }
+        }
+        let (client, name, url) = (client.clone(), name.clone(), url.clone());
+        tokio::spawn(async move { send_batch(&client, &name, &url, batch).await });
+    }
+}
+
+async fn send_batch(client: &reqwest::Client, name: &str, url: &str, batch: Vec<Pending>) {
+    let entries: Vec<Value> = batch.iter().enumerate().map(|(i, p)| {
+        let mut entry = p.entry.clone();
+        entry["Id"] = json!(i.to_string());
+        entry
+    }).collect();
+    let mut outcomes: Vec<Option<Delivery>> = vec![None; batch.len()];
+    match SqsTarget::call(client, name, "SendMessageBatch", &json!({"QueueUrl": url, "Entries": entries})).await {
+        Ok(answer) => {
+            let count = outcomes.len();
+            let index = |v: &Value| v["Id"].as_str().and_then(|i| i.parse::<usize>().ok()).filter(|&i| i < count);
+            for ok in answer["Successful"].as_array().into_iter().flatten() {
+                if let Some(i) = index(ok) {
+                    outcomes[i] = Some(Delivery::Delivered);
+                }
+            }
+            for failed in answer["Failed"].as_array().into_iter().flatten() {
+                if let Some(i) = index(failed) {
+                    let why = format!("{name}: {}: {}", failed["Code"].as_str().unwrap_or("failed"), failed["Message"].as_str().unwrap_or_default());
+                    // SenderFault: this message was refused; otherwise SQS failed to take it.
+                    outcomes[i] = Some(if failed["SenderFault"].as_bool() == Some(true) { Delivery::Rejected(why) } else { Delivery::Transient(why) });
+                }
+            }
+        }
+        Err(whole) => outcomes.iter_mut().for_each(|o| *o = Some(whole.clone())),
+    }
+    for (pending, outcome) in batch.into_iter().zip(outcomes) {
+        let _ = pending.reply.send(outcome.unwrap_or_else(|| Delivery::Transient(format!("{name}: the batch answer left this message out"))));
+    }
+}
+
+impl Target for SqsTarget {
+    fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery> {
+        let mut entry = json!({
+            "MessageBody": String::from_utf8_lossy(&message.payload),
+            "MessageAttributes": {"dlqf-idempotency-key": {"DataType": "String", "StringValue": message.key}},
+        });
+        if self.fifo {
+            entry["MessageDeduplicationId"] = json!(message.key);
+            entry["MessageGroupId"] = json!(message.origin_key_text().unwrap_or_else(|| message.id.to_string()));
+        }
+        Box::pin(async move { with_retries(&self.retry, || self.send_once(entry.clone())).await })
+    }
+}
