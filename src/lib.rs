@@ -10,6 +10,7 @@ pub mod execute;
 pub mod gen;
 pub mod manifest;
 pub mod messages;
+pub mod origin;
 pub mod plan;
 pub mod profile;
 pub mod report;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::rank::share;
 use super::periods::{self, Every, DAY};
 use super::FastMap;
-use crate::signature::{split_parts, Layout, RowFacts};
+use crate::source::layout::{split_parts, Layout, RowFacts};
 use crate::source::Accumulator;
 
 pub const REPORT_ID: &str = "dlqf.health/1";

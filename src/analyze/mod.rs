@@ -10,7 +10,7 @@ pub mod trend;
 
 use std::collections::HashMap;
 
-use crate::signature::RowFacts;
+use crate::source::layout::RowFacts;
 use crate::source::Accumulator;
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;

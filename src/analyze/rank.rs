@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{GroupStats, SignatureGroups};
-use crate::signature::{Layout, Signature};
+use crate::signature::Signature;
+use crate::source::layout::Layout;
 use crate::timestamp;
 
 pub const REPORT_ID: &str = "dlqf.rank/1";

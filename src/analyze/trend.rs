@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub use super::periods::{check_span, Every};
 use super::periods::DAY;
 use super::FastMap;
-use crate::signature::{Layout, RowFacts, Signature};
+use crate::signature::Signature;
+use crate::source::layout::{Layout, RowFacts};
 use crate::source::Accumulator;
 use crate::timestamp;
 

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::builder::TypedValueParser;
 use dlqf::profile::Profile;
 use dlqf::report::OutputFormat;
-use dlqf::signature::Layout;
+use dlqf::source::layout::Layout;
 use dlqf::messages::{self, Progress};
 use dlqf::source::{self, Accumulator, Input, Scan, Tally, Window};
 use dlqf::storage::{Location, Storage};

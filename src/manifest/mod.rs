@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+pub use crate::origin::Origin;
 use crate::signature::Signature;
 
 pub use read::Manifest;
@@ -86,25 +87,6 @@ pub struct InputStamp {
     pub path: String,
     pub size: Option<u64>,
     pub modified: Option<String>,
-}
-
-/// Where a record came from, by the names of its fields (the profile's origin fields): what
-/// execute sends back, and where. Any field may be absent.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Origin {
-    /// The topic or queue the message failed on.
-    #[serde(default)]
-    pub topic: Option<String>,
-    /// The message's own key.
-    #[serde(default)]
-    pub key: Option<String>,
-    /// The payload the consumer expects; without it the whole record is the payload.
-    #[serde(default)]
-    pub value: Option<String>,
-    /// The message's headers (a JSON object of names to values).
-    #[serde(default)]
-    pub headers: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

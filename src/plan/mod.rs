@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::manifest::Decision;
 use crate::profile::Profile;
-use crate::signature::{Layout, Signature};
+use crate::signature::Signature;
+use crate::source::layout::Layout;
 use crate::source::{FullRow, Record};
 use fix::Fixes;
 use policy::Policy;

@@ -1,7 +1,7 @@
 //! The two built-in profiles, exactly as the product spec describes them.
 
 use super::{CategorySource, FieldType, Normalizer, Profile, SignatureField};
-use crate::manifest::Origin;
+use crate::origin::Origin;
 
 fn field(name: &str, normalizer: Normalizer) -> SignatureField {
     SignatureField { field: name.into(), normalizer, required: true, field_type: FieldType::String }

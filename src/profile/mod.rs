@@ -93,7 +93,7 @@ pub struct Profile {
     pub reason_field: Option<String>,
     /// Where a record came from (topic, key, payload, headers): what replay sends back, and
     /// the topic health groups by when no `--by` is given.
-    pub origin: crate::manifest::Origin,
+    pub origin: crate::origin::Origin,
     /// Where a bucket's error category comes from.
     pub category: CategorySource,
     pub classifier: Arc<classify::Classifier>,
@@ -148,7 +148,7 @@ struct ProfileFile {
     revision: Option<String>,
     reason: Option<String>,
     #[serde(default)]
-    origin: crate::manifest::Origin,
+    origin: crate::origin::Origin,
 }
 
 #[derive(Deserialize)]

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::signature::Cell;
+use super::layout::Cell;
 
 /// Parses lines as JSON objects: fields named in `names` are stored in `cells` (same index),
 /// everything else is validated and skipped. Lines must be valid UTF-8 already.

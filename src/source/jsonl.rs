@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use super::json_fields::FieldPicker;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::{Compression, Input, Piece};
-use crate::signature::Cell;
+use super::layout::Cell;
 use crate::storage::Opener;
 
 const CHUNK_BYTES: usize = 8 << 20;

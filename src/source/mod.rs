@@ -5,6 +5,7 @@
 
 pub mod json_fields;
 mod jsonl;
+pub mod layout;
 mod parquet;
 mod rows;
 mod table;
@@ -19,7 +20,7 @@ pub use rows::{FullRow, Record};
 pub use table::RawTable;
 
 use crate::messages::Progress;
-use crate::signature::{Layout, RowFacts};
+use layout::{Layout, RowFacts};
 use crate::storage::{Location, Opener, Storage};
 use jsonl::Chunks;
 use parquet::{Group, ParquetSource};

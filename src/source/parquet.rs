@@ -17,7 +17,7 @@ use serde_json::Map;
 
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::Input;
-use crate::signature::{push_part, Cell, RowFacts};
+use super::layout::{push_part, Cell, RowFacts};
 use crate::storage::{Location, Storage};
 use crate::timestamp;
 

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::{Reject, Tally, Window, NAMED_REJECTS};
-use crate::signature::{Cell, Layout, RowFacts};
+use super::layout::{Cell, Layout, RowFacts};
 
 /// An accepted row: its raw signature key, facts, and (when asked for) the full record.
 pub struct FullRow<'a> {

@@ -1,0 +1,378 @@
+//! Turns one row's cells into its failure signature key and the facts dlqf needs (id, time,
+//! attempts), or into a reject reason. Shared by every decoder, so all formats agree.
+
+use std::borrow::Cow;
+
+use std::sync::Arc;
+
+use crate::profile::classify::Classifier;
+use crate::profile::{CategorySource, FieldType, Normalizer, Profile};
+use crate::timestamp;
+
+/// One field's value as a source read it, before the profile interprets it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell<'a> {
+    Missing,
+    Null,
+    Str(Cow<'a, str>),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// A native timestamp column, already in microseconds.
+    Time(i64),
+    /// An object, array or binary value.
+    Nested(&'static str),
+}
+
+impl Cell<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Cell::Missing => "missing",
+            Cell::Null => "null",
+            Cell::Str(_) => "string",
+            Cell::Int(_) | Cell::Float(_) => "number",
+            Cell::Bool(_) => "boolean",
+            Cell::Time(_) => "timestamp",
+            Cell::Nested(kind) => kind,
+        }
+    }
+
+    fn as_text(&self) -> Option<Cow<'_, str>> {
+        match self {
+            Cell::Str(s) => Some(Cow::Borrowed(s.as_ref())),
+            Cell::Int(v) => Some(Cow::Owned(v.to_string())),
+            Cell::Float(v) => Some(Cow::Owned(v.to_string())),
+            Cell::Bool(v) => Some(Cow::Owned(v.to_string())),
+            Cell::Time(v) => Some(Cow::Owned(timestamp::format_micros(*v))),
+            _ => None,
+        }
+    }
+}
+
+/// What a row contributes besides its signature.
+#[derive(Debug)]
+pub struct RowFacts<'a> {
+    pub id: Cow<'a, str>,
+    pub time: i64,
+    pub attempts: i64,
+}
+
+struct Slot {
+    column: usize,
+    normalizer: Normalizer,
+    required: bool,
+    field_type: FieldType,
+    /// Columns of the error type and message, for a category normaliser.
+    aux: Option<(usize, usize)>,
+}
+
+/// The columns a source must read for a profile, and how to interpret them.
+pub struct Layout {
+    pub columns: Vec<String>,
+    id: usize,
+    id_type: FieldType,
+    time: usize,
+    attempts: Option<usize>,
+    slots: Vec<Slot>,
+    classifier: Arc<Classifier>,
+    category: CategoryAt,
+}
+
+/// Positions in the signature values that a bucket's category follows from.
+enum CategoryAt {
+    Value(usize),
+    Classify { error_type: Option<usize>, message: usize },
+}
+
+impl Layout {
+    pub fn new(profile: &Profile) -> Layout {
+        let mut columns: Vec<String> = Vec::new();
+        let mut col = |name: &str| match columns.iter().position(|c| c == name) {
+            Some(i) => i,
+            None => {
+                columns.push(name.to_string());
+                columns.len() - 1
+            }
+        };
+        let id = col(&profile.id_field);
+        let time = col(&profile.time_field);
+        let attempts = profile.attempts_field.as_deref().map(&mut col);
+        let slots = profile
+            .signature
+            .iter()
+            .map(|s| Slot {
+                column: col(&s.field),
+                aux: match &s.normalizer {
+                    Normalizer::Category { type_field, message_field } => Some((col(type_field), col(message_field))),
+                    _ => None,
+                },
+                normalizer: s.normalizer.clone(),
+                required: s.required,
+                field_type: s.field_type,
+            })
+            .collect();
+        let position = |name: &str| profile.signature.iter().position(|s| s.field == name);
+        let category = match &profile.category {
+            CategorySource::Field(f) => CategoryAt::Value(position(f).expect("category field is a signature field")),
+            CategorySource::Classify { type_field, message_field } => CategoryAt::Classify {
+                error_type: type_field.as_deref().and_then(position),
+                message: position(message_field).expect("category message field is a signature field"),
+            },
+        };
+        Layout { columns, id, id_type: profile.id_type, time, attempts, slots, classifier: profile.classifier.clone(), category }
+    }
+
+    /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
+    /// deferred to `finish_signature`) and returns the row's facts, or why it is rejected.
+    pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
+        key.clear();
+        for slot in &self.slots {
+            let cell = &cells[slot.column];
+            let name = &self.columns[slot.column];
+            match &slot.normalizer {
+                Normalizer::Category { .. } => {
+                    let given = text_of(cell, slot.field_type, name)?.filter(|t| !t.trim().is_empty());
+                    let value = match given {
+                        Some(t) => t.trim().to_lowercase(),
+                        None => {
+                            let (ty, msg) = slot.aux.expect("category slot has aux columns");
+                            let ty = cells[ty].as_text().unwrap_or_default();
+                            let msg = cells[msg].as_text().unwrap_or_default();
+                            self.classifier.classify(&ty, &msg).to_string()
+                        }
+                    };
+                    push_part(key, &value);
+                }
+                normalizer => {
+                    let text = match text_of(cell, slot.field_type, name)? {
+                        Some(text) => text,
+                        None if !slot.required => Cow::Borrowed(""),
+                        None => return Err(absent(name, cell)),
+                    };
+                    if normalizer.is_per_row() {
+                        push_part(key, &normalizer.apply(&text));
+                    } else {
+                        push_part(key, &text);
+                    }
+                }
+            }
+        }
+        let id_name = &self.columns[self.id];
+        let id = text_of(&cells[self.id], self.id_type, id_name)?.ok_or_else(|| absent(id_name, &cells[self.id]))?;
+        let time_name = &self.columns[self.time];
+        let time = match &cells[self.time] {
+            Cell::Time(v) => *v,
+            Cell::Str(s) => timestamp::parse_rfc3339(s)
+                .ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
+            absent_value @ (Cell::Missing | Cell::Null) => return Err(absent(time_name, absent_value)),
+            other => return Err(format!("field `{time_name}`: expected an RFC 3339 timestamp, got {}", other.kind())),
+        };
+        let attempts = match self.attempts {
+            None => 0,
+            Some(col) => match &cells[col] {
+                Cell::Missing | Cell::Null => 0,
+                Cell::Int(v) => *v,
+                Cell::Float(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => *v as i64,
+                Cell::Str(s) if s.trim().parse::<i64>().is_ok() => s.trim().parse().unwrap(),
+                other => {
+                    return Err(format!(
+                        "field `{}`: expected an integer, got {}",
+                        self.columns[col],
+                        match other {
+                            Cell::Str(s) => format!("string {}", quote(s)),
+                            other => other.kind().to_string(),
+                        }
+                    ))
+                }
+            },
+        };
+        Ok(RowFacts { id, time, attempts })
+    }
+
+    /// Where the fields of a row are when every signature field is normalised after grouping:
+    /// a source can then build keys straight from its columns for rows with no nulls and the
+    /// expected types (`push_part` each signature value in order), and use `extract` for the rest.
+    pub fn direct_columns(&self) -> Option<DirectColumns> {
+        if self.slots.iter().any(|s| s.normalizer.is_per_row()) {
+            return None;
+        }
+        Some(DirectColumns { id: self.id, time: self.time, attempts: self.attempts, signature: self.slots.iter().map(|s| s.column).collect() })
+    }
+
+    /// The error category of a bucket, from its normalised signature values.
+    pub fn category_of(&self, values: &[String]) -> String {
+        match self.category {
+            CategoryAt::Value(i) => values[i].clone(),
+            CategoryAt::Classify { error_type, message } => {
+                self.classifier.classify(error_type.map_or("", |i| values[i].as_str()), &values[message]).to_string()
+            }
+        }
+    }
+
+    pub fn classifier(&self) -> &Classifier {
+        &self.classifier
+    }
+
+    /// The normalised signature values of a key produced by `extract`.
+    pub fn finish_signature(&self, key: &[u8]) -> Vec<String> {
+        split_parts(key).enumerate().map(|(i, raw)| self.finish_part(i, raw)).collect()
+    }
+
+    /// One signature value of a key, normalised (signature field `index`, as `extract` left it).
+    pub fn finish_part(&self, index: usize, raw: &str) -> String {
+        let normalizer = &self.slots[index].normalizer;
+        if normalizer.is_per_row() { raw.to_string() } else { normalizer.apply(raw) }
+    }
+}
+
+/// Column positions (in `Layout::columns`) for building keys without cells.
+pub struct DirectColumns {
+    pub id: usize,
+    pub time: usize,
+    pub attempts: Option<usize>,
+    pub signature: Vec<usize>,
+}
+
+/// Appends one signature part to a key, as `extract` does.
+pub fn push_part(key: &mut Vec<u8>, text: &str) {
+    key.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    key.extend_from_slice(text.as_bytes());
+}
+
+/// The parts of a key, each a length-prefixed UTF-8 string written by `push_part`.
+pub fn split_parts(mut key: &[u8]) -> impl Iterator<Item = &str> {
+    std::iter::from_fn(move || {
+        if key.len() < 4 {
+            return None;
+        }
+        let len = u32::from_le_bytes(key[..4].try_into().unwrap()) as usize;
+        let text = std::str::from_utf8(&key[4..4 + len]).expect("keys hold UTF-8");
+        key = &key[4 + len..];
+        Some(text)
+    })
+}
+
+/// A text field's value: None when missing or null; a number or boolean only where the
+/// profile says `scalar`; anything else is why the row is rejected.
+fn text_of<'a>(cell: &'a Cell<'a>, field_type: FieldType, name: &str) -> Result<Option<Cow<'a, str>>, String> {
+    match cell {
+        Cell::Missing | Cell::Null => Ok(None),
+        Cell::Str(s) => Ok(Some(Cow::Borrowed(s.as_ref()))),
+        Cell::Int(_) | Cell::Float(_) | Cell::Bool(_) if field_type == FieldType::Scalar => Ok(cell.as_text()),
+        other => Err(format!("field `{name}`: expected a string, got {}", other.kind())),
+    }
+}
+
+/// Why a required field without a value rejects the row.
+fn absent(name: &str, cell: &Cell) -> String {
+    match cell {
+        Cell::Null => format!("field `{name}` is null"),
+        _ => format!("field `{name}` is missing"),
+    }
+}
+
+fn quote(s: &str) -> String {
+    let shown: String = s.chars().take(40).collect();
+    if shown.len() < s.len() {
+        format!("{:?}…", shown)
+    } else {
+        format!("{shown:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    fn vision_cells<'a>(stage: Cell<'a>, time: Cell<'a>, attempts: Cell<'a>) -> Vec<Cell<'a>> {
+        // Layout order for vision: capture_id, capture_timestamp, attempts, stage, reject_reason, registry_revision
+        vec![Cell::Str("cap-1".into()), time, attempts, stage, Cell::Str(" Low_Confidence ".into()), Cell::Str(" det-v8 ".into())]
+    }
+
+    #[test]
+    fn vision_signature_is_normalised_after_grouping() {
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        assert_eq!(layout.columns, ["capture_id", "capture_timestamp", "attempts", "stage", "reject_reason", "registry_revision"]);
+        let cells = vision_cells(Cell::Str("Inference".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(2));
+        let mut key = Vec::new();
+        let facts = layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(facts.id, "cap-1");
+        assert_eq!(facts.attempts, 2);
+        assert_eq!(split_parts(&key).collect::<Vec<_>>(), ["Inference", " Low_Confidence ", " det-v8 "]);
+        assert_eq!(layout.finish_signature(&key), ["inference", "low_confidence", "det-v8"]);
+    }
+
+    #[test]
+    fn bad_cells_give_reasons_naming_the_field() {
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        let mut key = Vec::new();
+        let cases = [
+            (vision_cells(Cell::Null, Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage` is null"),
+            (vision_cells(Cell::Missing, Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage` is missing"),
+            (vision_cells(Cell::Nested("object"), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got object"),
+            (vision_cells(Cell::Str("x".into()), Cell::Str("yesterday".into()), Cell::Int(0)), "field `capture_timestamp`: invalid timestamp \"yesterday\""),
+            (vision_cells(Cell::Str("x".into()), Cell::Int(5), Cell::Int(0)), "field `capture_timestamp`: expected an RFC 3339 timestamp, got number"),
+            (vision_cells(Cell::Str("x".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Str("three".into())), "field `attempts`: expected an integer, got string \"three\""),
+            (vision_cells(Cell::Int(7), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got number"),
+            (vision_cells(Cell::Bool(true), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got boolean"),
+            (vision_cells(Cell::Float(0.5), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got number"),
+        ];
+        for (cells, reason) in cases {
+            assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), reason);
+        }
+    }
+
+    #[test]
+    fn a_numeric_id_is_rejected_unless_the_profile_says_scalar() {
+        let mut cells = vision_cells(Cell::Str("x".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0));
+        cells[0] = Cell::Int(42);
+        let mut key = Vec::new();
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `capture_id`: expected a string, got number");
+
+        let toml = "id = 'capture_id'\nid_type = 'scalar'\ntime = 'capture_timestamp'\nattempts = 'attempts'\n\
+                    [[signature]]\nfield = 'stage'\ntype = 'scalar'\n[[signature]]\nfield = 'reject_reason'\n[[signature]]\nfield = 'registry_revision'\n";
+        let layout = Layout::new(&crate::profile::from_toml(toml, "t.toml").unwrap());
+        cells[3] = Cell::Int(7);
+        let facts = layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(facts.id, "42");
+        assert_eq!(split_parts(&key).next(), Some("7"));
+        cells[4] = Cell::Int(7);
+        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `reject_reason`: expected a string, got number");
+    }
+
+    #[test]
+    fn attempts_default_to_zero_and_accept_numeric_strings() {
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        let mut key = Vec::new();
+        let t = || Cell::Str("2026-10-01T00:00:00Z".into());
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Missing), &mut key).unwrap().attempts, 0);
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Str("3".into())), &mut key).unwrap().attempts, 3);
+    }
+
+    #[test]
+    fn envelope_classifies_a_missing_category() {
+        let layout = Layout::new(&Profile::load("envelope").unwrap());
+        assert_eq!(layout.columns, ["id", "last_failed_at", "retry_count", "original_topic", "error_category", "error_type", "error_message"]);
+        let cells = vec![
+            Cell::Str("dl-1".into()),
+            Cell::Str("2026-10-01T00:00:00Z".into()),
+            Cell::Int(5),
+            Cell::Str("orders".into()),
+            Cell::Missing,
+            Cell::Str("TimeoutError".into()),
+            Cell::Str("timed out after 30s talking to 10.0.0.7".into()),
+        ];
+        let mut key = Vec::new();
+        layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(layout.finish_signature(&key), ["orders", "transient", "TimeoutError", "timed out after <*> talking to <*>"]);
+        // Null means absent too; a number is not a category.
+        let mut cells = cells;
+        cells[4] = Cell::Null;
+        layout.extract(&cells, &mut key).unwrap();
+        assert_eq!(layout.finish_signature(&key)[1], "transient");
+        cells[4] = Cell::Int(3);
+        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `error_category`: expected a string, got number");
+    }
+}
