@@ -138,3 +138,25 @@ fn the_sql_reads_every_offset_form_the_commands_accept() {
     assert_eq!(duck[0], expected);
     assert_eq!(duck[1], trend);
 }
+
+#[test]
+fn query_types_every_field_over_the_whole_file_not_its_first_chunk() {
+    // About 25 MB, several of the reader's chunks: the first chunks see only integer ids and
+    // no `late`; near the end one id is a float and `late` appears with different fields.
+    let dir = Dir::new();
+    let pad = "x".repeat(60);
+    let mut text = String::new();
+    let mut expected_sum = 0.0;
+    for i in 0..300_000u64 {
+        match i {
+            290_000 => text.push_str("{\"id\": 0.5, \"late\": {\"x\": 1}}\n"),
+            290_001 => text.push_str("{\"id\": 7, \"late\": {\"y\": \"z\"}}\n"),
+            _ => text.push_str(&format!("{{\"id\": {i}, \"pad\": \"{pad}\"}}\n")),
+        }
+        expected_sum += match i { 290_000 => 0.5, 290_001 => 7.0, _ => i as f64 };
+    }
+    dir.create("chunks.jsonl", text);
+    let sql = "SELECT sum(id) AS s, count(*) AS n, count(late) AS l, max(late.x) AS x, max(late.y) AS y FROM dlq";
+    let rows: Value = serde_json::from_str(&dir.command().args(["query", "chunks.jsonl", "-e", sql, "--format", "json"]).ok()).unwrap();
+    assert_eq!(rows, json!([{"s": expected_sum, "n": 300_000, "l": 2, "x": 1, "y": "z"}]));
+}

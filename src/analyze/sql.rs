@@ -13,7 +13,11 @@ pub fn query(table: &RawTable, sql: &str) -> Result<DataFrame> {
     let path = |p: &std::path::Path| PlRefPath::new(p.to_string_lossy().as_ref());
     let mut frames = Vec::new();
     if let Some(ndjson) = &table.ndjson {
-        frames.push(LazyJsonLineReader::new(path(ndjson.path())).with_infer_schema_length(None).finish().context("reading the JSON-lines inputs")?);
+        // A file:// URL makes polars stream the file in bounded chunks; a plain path would be
+        // memory-mapped, and every page it reads would stay resident until the end.
+        let absolute = std::path::absolute(ndjson.file.path()).context("the temporary folder")?;
+        let url = PlRefPath::new(format!("file://{}", absolute.display()).as_str());
+        frames.push(LazyJsonLineReader::new(url).with_schema(Some(ndjson.schema.clone())).finish().context("reading the JSON-lines inputs")?);
     }
     for file in &table.parquet {
         frames.push(LazyFrame::scan_parquet(path(file.path()), ScanArgsParquet::default()).with_context(|| format!("{}: cannot read", file.path().display()))?);

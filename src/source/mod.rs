@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 pub use json_fields::FieldPicker;
 pub use rows::{FullRow, Record};
-pub use table::RawTable;
+pub use table::{Ndjson, RawTable};
 
 use crate::messages::Progress;
 use layout::{Layout, RowFacts};

@@ -1,11 +1,13 @@
 //! The inputs' raw records for SQL: every JSON-lines input's lines go through the same chunks
 //! as every other reader (byte-order mark dropped, lines counted) and the JSON objects among
-//! them are streamed into one temporary NDJSON file; Parquet inputs stay files.
+//! them are streamed into one temporary NDJSON file, its schema inferred chunk by chunk on the
+//! way (so SQL can stream it without a second pass over all of it); Parquet inputs stay files.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
+use polars::prelude::{concat, DataFrame, IntoLazy, Schema, SchemaRef, UnionArgs};
 use rayon::prelude::*;
 
 use super::{jsonl, objects, rows, Format, Input, Piece, Tally};
@@ -16,11 +18,18 @@ use crate::temp::TempFile;
 /// What SQL reads: files polars scans, and what was left out.
 pub struct RawTable {
     /// Every JSON-lines input's JSON-object lines, in input order, if there were any.
-    pub ndjson: Option<TempFile>,
+    pub ndjson: Option<Ndjson>,
     /// The Parquet inputs as local files (S3 objects downloaded).
     pub parquet: Vec<LocalFile>,
     /// Lines that are not JSON objects are rejected here, as everywhere.
     pub tally: Tally,
+}
+
+/// The JSON-object lines and the schema that holds every one of them: each field's type is
+/// the supertype of its values over all lines, as polars infers it when it reads the whole file.
+pub struct Ndjson {
+    pub file: TempFile,
+    pub schema: SchemaRef,
 }
 
 pub enum LocalFile {
@@ -43,6 +52,7 @@ impl RawTable {
         let mut tally = Tally::default();
         let mut ndjson: Option<(TempFile, BufWriter<std::fs::File>)> = None;
         let mut parquet = Vec::new();
+        let mut schemas: Vec<Schema> = Vec::new();
         let batch = rayon::current_num_threads().max(1) * 2;
         for input in inputs {
             let Format::Jsonl(compression) = input.format else {
@@ -63,7 +73,7 @@ impl RawTable {
                 if pieces.is_empty() {
                     break;
                 }
-                let checked: Vec<(Vec<u8>, rows::PieceTally)> = pieces
+                let checked: Vec<(Vec<u8>, Option<Schema>, rows::PieceTally)> = pieces
                     .into_par_iter()
                     .map(|piece| {
                         let Piece::Chunk(_, bytes) = piece else { unreachable!("lines come in chunks") };
@@ -74,11 +84,16 @@ impl RawTable {
                             valid.push(b'\n');
                         });
                         chunks.give_back(bytes);
-                        (valid, piece_tally)
+                        let schema = (!valid.is_empty()).then(|| polars::io::ndjson::infer_schema(&mut std::io::Cursor::new(&valid), None));
+                        Ok((valid, schema.transpose()?, piece_tally))
                     })
-                    .collect();
-                for (valid, piece_tally) in checked {
+                    .collect::<polars::error::PolarsResult<_>>()
+                    .with_context(|| format!("{}: cannot infer the fields' types", input.display))?;
+                for (valid, schema, piece_tally) in checked {
                     out.write_all(&valid).with_context(|| format!("{}: cannot write", temp.path().display()))?;
+                    if let Some(schema) = schema.filter(|s| !schemas.contains(s)) {
+                        schemas.push(schema);
+                    }
                     piece_tallies.push(piece_tally);
                 }
             }
@@ -86,14 +101,28 @@ impl RawTable {
         }
         progress.finish();
         let ndjson = match ndjson {
-            Some((temp, out)) => {
-                out.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).with_context(|| format!("{}: cannot write", temp.path().display()))?;
-                Some(temp)
+            Some((file, out)) => {
+                out.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).with_context(|| format!("{}: cannot write", file.path().display()))?;
+                Some(Ndjson { file, schema: supertype(schemas)? })
             }
             None => None,
         };
         Ok(RawTable { ndjson, parquet, tally })
     }
+}
+
+/// One schema holding all of `schemas`: fields in order of first appearance, each of the
+/// supertype of its types (structs merged field by field), as polars' own inference reduces
+/// the lines' types. No lines at all make an empty schema.
+fn supertype(schemas: Vec<Schema>) -> Result<SchemaRef> {
+    if schemas.len() <= 1 {
+        return Ok(std::sync::Arc::new(schemas.into_iter().next().unwrap_or_default()));
+    }
+    let frames: Vec<_> = schemas.iter().map(|s| DataFrame::empty_with_schema(s).lazy()).collect();
+    let args = UnionArgs { diagonal: true, to_supertypes: true, ..UnionArgs::default() };
+    concat(frames, args)
+        .and_then(|mut stacked| stacked.collect_schema())
+        .map_err(|e| anyhow!("the inputs' fields have types no one type holds: {e}"))
 }
 
 fn local_parquet(storage: &Storage, input: &Input) -> Result<LocalFile> {
