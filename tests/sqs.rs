@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::util::{python, support, vision_line, Dir};
+use crate::util::{envelope_dump, python, support, vision_line, Dir};
 
 fn sqs(args: &[&str]) -> String {
     let out = Command::new(python()).arg(support("sqs.py")).args(args).output().expect("run sqs.py");
@@ -19,32 +19,13 @@ fn receive(queue: &str) -> Vec<Value> {
     sqs(&["receive", queue]).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-/// `n` envelope records keyed `ord-i` (every fifth without a key), replayed by routing.
-fn envelope_dump(dir: &Dir, n: usize) -> Vec<Value> {
-    let records: Vec<Value> = (0..n)
-        .map(|i| {
-            serde_json::json!({
-                "id": format!("dl-{i:04}"), "original_topic": "orders", "original_partition": 0, "original_offset": i,
-                "original_key": if i % 5 == 4 { Value::Null } else { Value::String(format!("ord-{i}")) },
-                "original_value": {"order_id": format!("ord-{i}"), "total": i},
-                "original_headers": {}, "error_type": "TimeoutError", "error_message": "timed out",
-                "first_failed_at": "2026-10-01T00:00:00Z", "last_failed_at": "2026-10-01T00:00:00Z",
-                "retry_count": 0, "consumer_id": "c", "consumer_version": "1"
-            })
-        })
-        .collect();
-    dir.create("e.jsonl", records.iter().map(|r| r.to_string() + "\n").collect::<String>());
-    dir.command().args(["plan", "e.jsonl", "--profile", "envelope", "-o", "m.jsonl"]).ok();
-    records
-}
-
 #[test]
 #[ignore = "needs the loopback moto server: make test runs it"]
 fn standard_and_fifo_queues_get_each_payload_once_with_its_key_attribute() {
     for queue in [format!("dlqf-replay-{}", std::process::id()), format!("dlqf-replay-{}.fifo", std::process::id())] {
         let dir = Dir::new();
         sqs(&["create", &queue]);
-        let records = envelope_dump(&dir, 25);
+        let records = envelope_dump(&dir, 25, &["orders"]);
         let keys: BTreeMap<String, String> = dir
             .read("m.jsonl")
             .lines()
@@ -79,7 +60,7 @@ fn standard_and_fifo_queues_get_each_payload_once_with_its_key_attribute() {
 #[ignore = "needs the loopback moto server: make test runs it"]
 fn a_missing_queue_fails_the_run_clearly_and_charges_no_key() {
     let dir = Dir::new();
-    envelope_dump(&dir, 5);
+    envelope_dump(&dir, 5, &["orders"]);
     let run = dir.command().args(["execute", "m.jsonl", "--target", "sqs://no-such-queue-dlqf", "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).run();
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert!(run.stderr.contains("sqs://no-such-queue-dlqf") && run.stderr.contains("QueueDoesNotExist"), "{}", run.stderr);

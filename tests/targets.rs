@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::stage::Stage;
-use crate::util::{vision_line, Dir};
+use crate::util::{envelope_dump, vision_line, Dir};
 
 /// What a target received: (key, record) pairs.
 type Received = Vec<(String, Value)>;
@@ -91,29 +91,10 @@ fn exec_target_gets_the_record_on_stdin_and_the_key_in_the_environment_without_a
     check_quarantine(&entries, file_lines(&dir, "q.jsonl"));
 }
 
-/// Three envelope records (cleared by routing: transient), their origin fields filled in.
-fn envelope_dump(dir: &Dir) -> Vec<Value> {
-    let records: Vec<Value> = (0..3)
-        .map(|i| {
-            serde_json::json!({
-                "id": format!("dl-{i}"), "original_topic": "orders", "original_partition": 0, "original_offset": i,
-                "original_key": if i == 2 { Value::Null } else { Value::String(format!("ord-{i}")) },
-                "original_value": {"order_id": format!("ord-{i}"), "items": [{"sku": "A", "qty": i}]},
-                "original_headers": {"trace_id": format!("t{i}")},
-                "error_type": "TimeoutError", "error_message": "timed out", "first_failed_at": "2026-10-01T00:00:00Z",
-                "last_failed_at": "2026-10-01T00:00:00Z", "retry_count": 0, "consumer_id": "c", "consumer_version": "1"
-            })
-        })
-        .collect();
-    dir.create("e.jsonl", records.iter().map(|r| r.to_string() + "\n").collect::<String>());
-    dir.command().args(["plan", "e.jsonl", "--profile", "envelope", "-o", "m.jsonl"]).ok();
-    records
-}
-
 #[test]
 fn http_and_exec_send_the_envelopes_payload_with_its_origin_key_and_headers() {
     let dir = Dir::new();
-    let records = envelope_dump(&dir);
+    let records = envelope_dump(&dir, 5, &["orders"]);
     let by_key: std::collections::HashMap<String, Value> = dir
         .read("m.jsonl")
         .lines()
@@ -124,13 +105,18 @@ fn http_and_exec_send_the_envelopes_payload_with_its_origin_key_and_headers() {
     let stage = Stage::start();
     dir.command().args(["execute", "m.jsonl", "--target", &stage.url, "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).ok();
     let seen = stage.seen.lock().unwrap();
-    assert_eq!(seen.requests.len(), 3);
+    assert_eq!(seen.requests.len(), 5);
     for (key, body) in &seen.requests {
         let record = &by_key[key];
         assert_eq!(body, &record["original_value"].to_string(), "the body is the original value, compact, keys in order");
         let mut origin = seen.origin[key].clone();
         origin.sort();
-        let mut want = vec![("x-dlqf-origin-header-trace_id".to_string(), record["original_headers"]["trace_id"].as_str().unwrap().to_string())];
+        let mut want: Vec<(String, String)> = record["original_headers"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(name, value)| (format!("x-dlqf-origin-header-{}", name.to_lowercase()), value.as_str().unwrap().to_string()))
+            .collect();
         if let Some(k) = record["original_key"].as_str() {
             want.push(("x-dlqf-origin-key".to_string(), k.to_string()));
         }

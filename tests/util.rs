@@ -142,3 +142,25 @@ pub fn python() -> String {
 pub fn support(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support").join(name)
 }
+
+/// `n` envelope records on `topics` (in turn), keyed `ord-i` except every fifth (no key), with
+/// a payload and two headers; written to `e.jsonl` and planned (routing clears them: transient)
+/// into `m.jsonl`. Returns the records.
+pub fn envelope_dump(dir: &Dir, n: usize, topics: &[&str]) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    let records: Vec<Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("dl-{i:05}"), "original_topic": topics[i % topics.len()], "original_partition": 0, "original_offset": i,
+                "original_key": if i % 5 == 4 { Value::Null } else { Value::String(format!("ord-{i}")) },
+                "original_value": {"order_id": format!("ord-{i}"), "total": i, "items": [{"sku": "A", "qty": 1}]},
+                "original_headers": {"trace_id": format!("t{i}"), "source": "checkout"},
+                "error_type": "TimeoutError", "error_message": "timed out", "first_failed_at": "2026-10-01T00:00:00Z",
+                "last_failed_at": "2026-10-01T00:00:00Z", "retry_count": 0, "consumer_id": "c", "consumer_version": "1"
+            })
+        })
+        .collect();
+    dir.create("e.jsonl", records.iter().map(|r| r.to_string() + "\n").collect::<String>());
+    dir.command().args(["plan", "e.jsonl", "--profile", "envelope", "-o", "m.jsonl"]).ok();
+    records
+}
