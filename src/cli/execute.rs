@@ -33,11 +33,22 @@ use super::{UsageError, EXIT_ALERT};
 /// released after --timeout; a second signal exits at once). What a run leaves is
 /// "unfinished" in the report, for the next run.
 ///
-/// Targets: http(s)://URL (POST JSON with an Idempotency-Key header; 2xx ok, 409 already
-/// done, other 4xx rejected, 5xx, timeouts and connection errors retried with jittered
-/// backoff), exec:CMD ARG… (the record on stdin, DLQF_IDEMPOTENCY_KEY in the environment, no
-/// shell), file:PATH (appends {"key", "record"} lines, each synced before it counts).
-/// Quarantine: file:PATH or http(s)://URL.
+/// Targets: every one but file gets the payload (the profile's origin value, or the whole
+/// record when the profile names none).
+///   http(s)://URL  POSTs it with an Idempotency-Key header, the origin key and headers as
+///       X-Dlqf-Origin-Key and X-Dlqf-Origin-Header-NAME; 2xx ok, 409 already done, other
+///       4xx rejected; 5xx, timeouts and connection errors retried with jittered backoff.
+///   exec:CMD ARG…  runs CMD (no shell) with it on stdin and DLQF_IDEMPOTENCY_KEY,
+///       DLQF_ORIGIN_KEY, DLQF_ORIGIN_HEADERS in the environment.
+///   file:PATH  appends {"key", "record"} lines (the whole record), each synced before it
+///       counts.
+///   kafka://HOST:PORT[,HOST:PORT…][/TOPIC]  to the record's origin topic unless the URL
+///       names one, with the origin key, value and headers plus a dlqf-idempotency-key
+///       header; keyed records go to the partition Java's default partitioner picks; done
+///       when all in-sync replicas acknowledged it.
+///   sqs://QUEUE-NAME  SendMessageBatch with the standard AWS credentials and endpoint;
+///       FIFO queues deduplicate on the idempotency key and group by the origin key.
+/// Quarantine: file:PATH, http(s)://URL, kafka://HOST:PORT/TOPIC or sqs://QUEUE-NAME.
 ///
 /// Exit codes: 0 all done, 1 error (nothing sent for a refused manifest), 3 some replays
 /// failed or entries are left for a later run, 130/143 stopped by SIGINT/SIGTERM.
@@ -52,7 +63,8 @@ pub struct Args {
     #[arg(value_parser = super::inputs::location_parser)]
     manifest: Location,
 
-    /// Where replayed messages go: http(s)://…, exec:CMD ARG…, or file:PATH.
+    /// Where replayed messages go: http(s)://…, exec:CMD ARG…, file:PATH,
+    /// kafka://HOST:PORT[,…][/TOPIC] or sqs://QUEUE-NAME.
     #[arg(long, value_name = "TARGET")]
     target: String,
 
@@ -62,7 +74,8 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     ledger: String,
 
-    /// Where poison messages go: file:PATH or http(s)://….
+    /// Where poison messages go: file:PATH, http(s)://…, kafka://HOST:PORT[,…]/TOPIC or
+    /// sqs://QUEUE-NAME.
     #[arg(long, value_name = "SINK")]
     quarantine: String,
 
