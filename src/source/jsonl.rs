@@ -45,8 +45,7 @@ pub(super) fn decode<'b>(rows: &Rows, bytes: &'b [u8], mut accept: impl FnMut(Fu
     tally.lines = for_each_line(bytes, |line_no, line| {
         cells.iter_mut().for_each(|c| *c = Cell::Missing);
         match parse_line(line, &mut picker, &mut cells) {
-            Ok(()) => {
-                let text = std::str::from_utf8(line).expect("checked by parse_line");
+            Ok(text) => {
                 rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim()) }))
             }
             Err(reason) => tally.reject(line_no, reason),
@@ -61,7 +60,7 @@ pub(super) fn check_objects(bytes: &[u8], mut valid: impl FnMut(&[u8])) -> Piece
     let mut picker = FieldPicker::new(&[]);
     let mut tally = PieceTally::default();
     tally.lines = for_each_line(bytes, |line_no, line| match parse_line(line, &mut picker, &mut []) {
-        Ok(()) => {
+        Ok(_) => {
             tally.accepted += 1;
             valid(line);
         }
@@ -90,8 +89,9 @@ pub(super) fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8]
     line_no
 }
 
-/// Parses one line as a JSON object, keeping only the fields named in `names`.
-pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &mut [Cell<'a>]) -> Result<(), String> {
+/// Parses one line as a JSON object, keeping only the fields named in `names`; returns the
+/// line as text (validated once here, never again).
+pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &mut [Cell<'a>]) -> Result<&'a str, String> {
     let text = match simdutf8::basic::from_utf8(line) {
         Ok(text) => text,
         Err(_) => {
@@ -99,7 +99,8 @@ pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &m
             return Err(format!("invalid UTF-8 at column {}", e.valid_up_to() + 1));
         }
     };
-    picker.pick(text, cells)
+    picker.pick(text, cells)?;
+    Ok(text)
 }
 
 /// A stream cut into newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order;
