@@ -23,14 +23,23 @@ impl<'n> FieldPicker<'n> {
     pub fn pick<'a>(&mut self, line: &'a str, cells: &mut [Cell<'a>]) -> Result<(), String> {
         let mut p = Parser { s: line.as_bytes(), text: line, pos: 0 };
         p.ws();
-        match p.peek() {
-            Some(b'{') => {}
-            Some(b'[') => return Err("expected a JSON object, got an array".into()),
-            Some(b'"') => return Err("expected a JSON object, got a string".into()),
-            Some(b'-' | b'0'..=b'9') => return Err("expected a JSON object, got a number".into()),
-            Some(b't' | b'f') => return Err("expected a JSON object, got a boolean".into()),
-            Some(b'n') => return Err("expected a JSON object, got null".into()),
+        let kind = match p.peek() {
+            Some(b'{') => None,
+            Some(b'[') => Some("an array"),
+            Some(b'"') => Some("a string"),
+            Some(b'-' | b'0'..=b'9') => Some("a number"),
+            Some(b't' | b'f') => Some("a boolean"),
+            Some(b'n') => Some("null"),
             _ => return Err(p.error("expected a JSON object")),
+        };
+        if let Some(kind) = kind {
+            // Only valid JSON is named by its type: `not json` is a syntax error, not null.
+            p.skip_value(0)?;
+            p.ws();
+            if p.pos != p.s.len() {
+                return Err(p.error("trailing characters"));
+            }
+            return Err(format!("expected a JSON object, got {kind}"));
         }
         let (names, order) = (self.names, &mut self.order);
         let mut position = 0;
@@ -525,5 +534,10 @@ mod tests {
         assert_eq!(pick_fields(r#"{"a":"x""#, &names, &mut cells).unwrap_err(), "invalid JSON: EOF while parsing an object at column 9");
         assert_eq!(pick_fields(r#"{"a":"x"} x"#, &names, &mut cells).unwrap_err(), "invalid JSON: trailing characters at column 11");
         assert_eq!(pick_fields("[1]", &names, &mut cells).unwrap_err(), "expected a JSON object, got an array");
+        assert_eq!(pick_fields("null", &names, &mut cells).unwrap_err(), "expected a JSON object, got null");
+        assert_eq!(pick_fields(" 12.5 ", &names, &mut cells).unwrap_err(), "expected a JSON object, got a number");
+        assert!(pick_fields("not json", &names, &mut cells).unwrap_err().starts_with("invalid JSON: "));
+        assert!(pick_fields("nullx", &names, &mut cells).unwrap_err().starts_with("invalid JSON: "));
+        assert!(pick_fields("[1, 2", &names, &mut cells).unwrap_err().starts_with("invalid JSON: "));
     }
 }
