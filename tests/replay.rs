@@ -366,3 +366,29 @@ fn fixes_repair_matching_records_in_the_reviewed_manifest_and_leave_others_byte_
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(header["fixes"]["fix"][0]["set"]["schema_version"], 2);
 }
+
+#[test]
+fn a_message_dead_lettered_several_times_is_replayed_once_in_one_run() {
+    // 20 messages, each in the dump three times (same id, stage and revision: one key), slow
+    // to deliver so that every copy of a key could be in flight at once.
+    let dir = Dir::new();
+    let text: String = (0..60)
+        .map(|i| vision_line(&format!("cap-{:03}", i % 20), "Inference", "timeout", "det-v8.0", "2026-10-01T00:00:00Z", 0) + "\n")
+        .collect();
+    dir.create("dlq.jsonl", text);
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    let (header, entries) = plan(&dir);
+    assert_eq!(header["counts"]["replay"], 60);
+    let keys: HashSet<&str> = entries.iter().map(|e| e["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.len(), 20);
+    let stage = Stage::start();
+    stage.behaviour.lock().unwrap().delay = Duration::from_millis(200);
+
+    let run = execute(&dir, &stage, &["--concurrency", "60"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let o = outcomes(&run);
+    assert_eq!((o["replayed"].as_u64(), o["skipped_idempotent"].as_u64()), (Some(20), Some(40)), "{o}");
+    let delivered = stage.delivered();
+    assert_eq!(delivered.len(), 20);
+    assert!(delivered.values().all(|&n| n == 1), "each key sent once: {delivered:?}");
+}

@@ -1,7 +1,7 @@
 //! One run over a manifest: `--concurrency` workers take entries in order, claim each key,
 //! deliver or quarantine it, and record the outcome; the storm guard and signals stop them.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -38,7 +38,8 @@ enum Outcome {
     PoisonAttempts,
     PoisonUncleared,
     Failed,
-    /// Another executor holds the key: try again later.
+    /// Another executor holds the key, or this run is delivering another entry with the same
+    /// key (a message dead-lettered twice): try again later.
     Deferred,
     /// Released for a later run: a target failure, a 5xx or timeout awaiting the run's
     /// verdict, or a delivery cut short by a stop.
@@ -67,6 +68,9 @@ struct Shared<'a> {
     /// 5xx and timeouts, charged to their keys at the end only if the target served others.
     transient: Mutex<Vec<(String, String, String)>>,
     outcomes: Mutex<Outcomes>,
+    /// Keys this run is handling now. The ledger grants a key to the executor already holding
+    /// it, so a second entry with the same key must wait here for the first to end.
+    in_flight: Mutex<HashSet<String>>,
 }
 
 pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Manifest, parts: Parts) -> Result<Run> {
@@ -85,6 +89,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         last_target_failure: Mutex::new(None),
         transient: Mutex::new(Vec::new()),
         outcomes: Mutex::new(Outcomes::default()),
+        in_flight: Mutex::new(HashSet::new()),
         parts,
     };
     let entries = Mutex::new(manifest.entries()?);
@@ -184,6 +189,15 @@ impl Shared<'_> {
     }
 
     async fn handle(&self, entry: &Entry) -> Result<Outcome> {
+        if !self.in_flight.lock().unwrap().insert(entry.key.clone()) {
+            return Ok(Outcome::Deferred);
+        }
+        let outcome = self.claim_and_handle(entry).await;
+        self.in_flight.lock().unwrap().remove(&entry.key);
+        outcome
+    }
+
+    async fn claim_and_handle(&self, entry: &Entry) -> Result<Outcome> {
         let claim = self.parts.ledger.claim(&entry.key, gate::purpose(entry), &self.manifest).await?;
         match gate::fate(entry, &claim) {
             Fate::Finished => Ok(Outcome::Skipped),
