@@ -160,7 +160,7 @@ impl Book {
         let now = now_ms();
         match op {
             Op::Claim { key, purpose, manifest } => Self::claim(tx, owner, lease_ms, key, *purpose, manifest).map(Answer::Claim),
-            Op::Peek { key } => tx.query_row("SELECT state, failures FROM ledger WHERE key = ?1", [key], |r| Ok((r.get(0)?, r.get(1)?))).optional().map(Answer::Peek),
+            Op::Peek { key } => tx.prepare_cached("SELECT state, failures FROM ledger WHERE key = ?1")?.query_row([key], |r| Ok((r.get(0)?, r.get(1)?))).optional().map(Answer::Peek),
             Op::Finish { key, how } => {
                 let sql = match how {
                     Finish::Done => "UPDATE ledger SET state = 'done', owner = NULL, lease_until = NULL, updated_at = ?3 WHERE key = ?1 AND owner = ?2",
@@ -168,13 +168,15 @@ impl Book {
                     Finish::Failed => "UPDATE ledger SET state = 'failed', failures = failures + 1, owner = NULL, lease_until = NULL, updated_at = ?3 WHERE key = ?1 AND owner = ?2",
                     Finish::Released => "UPDATE ledger SET state = 'failed', owner = NULL, lease_until = NULL, updated_at = ?3 WHERE key = ?1 AND owner = ?2",
                 };
-                tx.execute(sql, params![key, owner, now]).map(|_| Answer::Done)
+                tx.prepare_cached(sql)?.execute(params![key, owner, now]).map(|_| Answer::Done)
             }
             Op::Renew { key } => tx
-                .execute("UPDATE ledger SET lease_until = ?3, updated_at = ?4 WHERE key = ?1 AND owner = ?2", params![key, owner, now + lease_ms, now])
+                .prepare_cached("UPDATE ledger SET lease_until = ?3, updated_at = ?4 WHERE key = ?1 AND owner = ?2")?
+                .execute(params![key, owner, now + lease_ms, now])
                 .map(|_| Answer::Done),
             Op::Charge { key } => tx
-                .execute("UPDATE ledger SET failures = failures + 1, updated_at = ?2 WHERE key = ?1 AND state = 'failed'", params![key, now])
+                .prepare_cached("UPDATE ledger SET failures = failures + 1, updated_at = ?2 WHERE key = ?1 AND state = 'failed'")?
+                .execute(params![key, now])
                 .map(|_| Answer::Done),
         }
     }
@@ -183,17 +185,16 @@ impl Book {
     fn claim(tx: &Connection, owner: &str, lease_ms: i64, key: &str, purpose: Purpose, manifest: &str) -> rusqlite::Result<Claim> {
         let now = now_ms();
         let row: Option<(String, i64, Option<String>, Option<i64>)> = tx
-            .query_row("SELECT state, failures, owner, lease_until FROM ledger WHERE key = ?1", [key], |r| {
+            .prepare_cached("SELECT state, failures, owner, lease_until FROM ledger WHERE key = ?1")?
+            .query_row([key], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
             .optional()?;
         let claimed_state = if purpose == Purpose::Replay { "claimed" } else { "quarantining" };
         Ok(match row {
             None => {
-                tx.execute(
-                    "INSERT INTO ledger (key, state, failures, owner, lease_until, manifest, updated_at) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6)",
-                    params![key, claimed_state, owner, now + lease_ms, manifest, now],
-                )?;
+                tx.prepare_cached("INSERT INTO ledger (key, state, failures, owner, lease_until, manifest, updated_at) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6)")?
+                    .execute(params![key, claimed_state, owner, now + lease_ms, manifest, now])?;
                 Claim::Granted { failures: 0 }
             }
             Some((state, failures, holder, lease)) => match state.as_str() {
@@ -201,10 +202,8 @@ impl Book {
                 "quarantined" => Claim::Quarantined,
                 "claimed" | "quarantining" if holder.as_deref().is_some_and(|o| o != owner && !owner_is_dead(o)) && lease.unwrap_or(0) > now => Claim::Busy,
                 _ => {
-                    tx.execute(
-                        "UPDATE ledger SET state = ?2, owner = ?3, lease_until = ?4, manifest = ?5, updated_at = ?6 WHERE key = ?1",
-                        params![key, claimed_state, owner, now + lease_ms, manifest, now],
-                    )?;
+                    tx.prepare_cached("UPDATE ledger SET state = ?2, owner = ?3, lease_until = ?4, manifest = ?5, updated_at = ?6 WHERE key = ?1")?
+                        .execute(params![key, claimed_state, owner, now + lease_ms, manifest, now])?;
                     Claim::Granted { failures }
                 }
             },
