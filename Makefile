@@ -73,5 +73,11 @@ sample-data: build
 	$(DEBUG_BIN) gen --profile envelope --rows 3000 --seed 9 --malformed 0.002 -o sample_data/envelope/dlq.jsonl
 
 ## Benchmarks: release build, 10M-row dumps, dlqf vs DuckDB side by side.
-bench: release test-deps
-	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN)
+# S3 rows run on s3rver (npm), which serves ranged GETs from the range on disk as S3 does.
+S3RVER_DIR := $(HOME)/.cache/dlqf-s3rver
+S3RVER := $(S3RVER_DIR)/node_modules/.bin/s3rver
+bench: release test-deps $(S3RVER)
+	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN) --s3rver $(S3RVER)
+
+$(S3RVER):
+	npm install --silent --no-audit --no-fund --prefix $(S3RVER_DIR) s3rver@3.7.1
