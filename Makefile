@@ -80,4 +80,6 @@ bench: release test-deps $(S3RVER)
 	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN) --s3rver $(S3RVER)
 
 $(S3RVER):
+	command -v npm >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
 	npm install --silent --no-audit --no-fund --prefix $(S3RVER_DIR) s3rver@3.7.1
