@@ -31,15 +31,13 @@ pub enum SummaryFormat {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let storage = Storage::new();
-    let mut manifest = Manifest::open_verified(&args.manifest.to_string(), storage.open(&args.manifest)?, None)?;
     let mut review = Review::default();
-    for entry in manifest.entries()? {
-        let entry = entry?;
-        review.add(&entry.signature, entry.decision);
-    }
+    let header = Manifest::summarize(&args.manifest.to_string(), storage.open(&args.manifest)?, |signature, decision| {
+        review.add_owned(signature, decision)
+    })?;
     let text = match args.format {
-        SummaryFormat::Table => report::review::table(&review, &manifest.header),
-        SummaryFormat::Markdown => report::review::markdown(&review, &manifest.header),
+        SummaryFormat::Table => report::review::table(&review, &header),
+        SummaryFormat::Markdown => report::review::markdown(&review, &header),
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)

@@ -247,5 +247,14 @@ mod tests {
         refused(text.replacen("\"decision\":\"poison_uncleared\"", "\"decision\":\"replay\"", 1), "the entries do not match entries_sha256");
         refused(text[..text.len() - 10].to_string(), "altered or truncated");
         refused(String::new(), "not a dlqf manifest header");
+
+        // Show's one pass checks the same and hands out each entry's signature and decision.
+        let mut seen = Vec::new();
+        let header = Manifest::summarize("m", text.as_bytes(), |signature, decision| seen.push((signature, decision))).unwrap();
+        assert_eq!(header.manifest_sha256, digest);
+        let r = || Signature(vec![("r".into(), "x".into())]);
+        assert_eq!(seen, [(r(), Decision::Replay), (r(), Decision::PoisonUncleared), (r(), Decision::Replay)]);
+        let truncated = &text[..text.len() - 10];
+        assert!(format!("{:#}", Manifest::summarize("m", truncated.as_bytes(), |_, _| {}).unwrap_err()).contains("altered or truncated"));
     }
 }

@@ -46,67 +46,17 @@ impl Manifest {
     /// error naming it, before anything is sent.
     pub fn open_verified(name: &str, source: impl Read, expected: Option<&str>) -> Result<Manifest> {
         let name = name.to_string();
-        let mut reader = BufReader::with_capacity(1 << 20, source);
         let copy = private_file()?;
         let mut writer = BufWriter::with_capacity(1 << 20, &copy);
-        let read_error = || format!("{name}: cannot read");
-        let copy_error = || format!("{name}: cannot copy the manifest aside (to {})", std::env::temp_dir().display());
-
-        let mut line = Vec::new();
-        reader.read_until(b'\n', &mut line).with_context(read_error)?;
-        writer.write_all(&line).with_context(copy_error)?;
-        let header = parse_header(&line, &name)?;
-        if let Some(expected) = expected {
-            if !expected.eq_ignore_ascii_case(&header.manifest_sha256) {
-                bail!(
-                    "{name}: manifest_sha256 {} is not the reviewed {expected}: this is a different manifest; nothing was sent",
-                    header.manifest_sha256
-                );
-            }
-        }
-        let entries_at = line.len() as u64;
-
-        let mut digest = Sha256::new();
-        let mut lines = 0u64;
-        let mut counts = DecisionCounts::default();
-        let mut unreadable: Option<String> = None;
-        loop {
-            line.clear();
-            if reader.read_until(b'\n', &mut line).with_context(read_error)? == 0 {
-                break;
-            }
-            writer.write_all(&line).with_context(copy_error)?;
-            digest.update(&line);
-            lines += 1;
-            match serde_json::from_slice::<EntryCheck>(&line) {
-                Ok(entry) if line.ends_with(b"\n") => counts.add(entry.decision),
-                Ok(_) => unreadable = unreadable.or(Some(format!("{name}:{}: the last entry has no newline", lines + 1))),
-                Err(e) => unreadable = unreadable.or(Some(format!("{name}:{}: not a manifest entry ({e})", lines + 1))),
-            }
-        }
-        writer.flush().with_context(copy_error)?;
+        let (header, entries_at) = verify(&name, source, expected, Some(&mut writer), |_, _| {})?;
         drop(writer);
-
-        let digest = hex(&digest.finalize());
-        if digest != header.entries_sha256 {
-            bail!(
-                "{name}: the entries do not match entries_sha256 (the header says {}, the entries hash to {digest}): the manifest was altered or truncated; nothing was sent",
-                header.entries_sha256
-            );
-        }
-        if lines != header.entries {
-            bail!("{name}: the header says {} entries, the file has {lines}; nothing was sent", header.entries);
-        }
-        if let Some(why) = unreadable {
-            bail!("{why}; nothing was sent");
-        }
-        if counts != header.counts {
-            bail!(
-                "{name}: the header's counts ({}) do not match the entries ({}); nothing was sent",
-                header.counts, counts
-            );
-        }
         Ok(Manifest { header, name, copy, entries_at })
+    }
+
+    /// Checks a manifest as `open_verified` does, in one pass that keeps nothing: `each` gets
+    /// every entry's signature and decision (for `show`). Returns the header.
+    pub fn summarize(name: &str, source: impl Read, each: impl FnMut(Signature, Decision)) -> Result<Header> {
+        verify(name, source, None, None, each).map(|(header, _)| header)
     }
 
     /// The entries in order, read from the verified copy.
@@ -117,6 +67,137 @@ impl Manifest {
             let line = line.with_context(|| format!("{name}: cannot read the verified copy"))?;
             serde_json::from_str(&line).with_context(|| format!("{name}:{}: not a manifest entry", i + 2))
         }))
+    }
+}
+
+/// Bytes of entries read, hashed and parsed at a time.
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// The one pass over a manifest: the header checked against its seal (and `expected`), then
+/// the entries in blocks of whole lines, hashed on a second thread while this one copies them
+/// to `copy` and parses each (handing its signature and decision to `each`). Returns the
+/// header and where the entries start.
+fn verify(
+    name: &str,
+    source: impl Read,
+    expected: Option<&str>,
+    mut copy: Option<&mut dyn Write>,
+    mut each: impl FnMut(Signature, Decision),
+) -> Result<(Header, u64)> {
+    let mut reader = BufReader::with_capacity(1 << 20, source);
+    let read_error = || format!("{name}: cannot read");
+    let copy_error = || format!("{name}: cannot copy the manifest aside (to {})", std::env::temp_dir().display());
+
+    let mut first = Vec::new();
+    reader.read_until(b'\n', &mut first).with_context(read_error)?;
+    if let Some(copy) = copy.as_mut() {
+        copy.write_all(&first).with_context(copy_error)?;
+    }
+    let header = parse_header(&first, name)?;
+    if let Some(expected) = expected {
+        if !expected.eq_ignore_ascii_case(&header.manifest_sha256) {
+            bail!(
+                "{name}: manifest_sha256 {} is not the reviewed {expected}: this is a different manifest; nothing was sent",
+                header.manifest_sha256
+            );
+        }
+    }
+
+    let mut lines = 0u64;
+    let mut counts = DecisionCounts::default();
+    let mut unreadable: Option<String> = None;
+    let digest = std::thread::scope(|scope| -> Result<String> {
+        let (to_hash, blocks) = std::sync::mpsc::sync_channel::<std::sync::Arc<Vec<u8>>>(4);
+        let hasher = scope.spawn(move || {
+            let mut digest = Sha256::new();
+            for block in blocks {
+                digest.update(&block[..]);
+            }
+            hex(&digest.finalize())
+        });
+        let mut carry = Vec::new();
+        loop {
+            let (block, end) = next_block(&mut reader, &mut carry).with_context(read_error)?;
+            if block.is_empty() {
+                break;
+            }
+            let block = std::sync::Arc::new(block);
+            // The hasher only stops early if this thread has: a send cannot fail here.
+            let _ = to_hash.send(block.clone());
+            if let Some(copy) = copy.as_mut() {
+                copy.write_all(&block).with_context(copy_error)?;
+            }
+            for line in block.split_inclusive(|&b| b == b'\n') {
+                lines += 1;
+                match serde_json::from_slice::<EntryCheck>(line) {
+                    Ok(entry) if line.ends_with(b"\n") => {
+                        counts.add(entry.decision);
+                        each(entry.signature, entry.decision);
+                    }
+                    Ok(_) => {
+                        unreadable.get_or_insert_with(|| format!("{name}:{}: the last entry has no newline", lines + 1));
+                    }
+                    Err(e) => {
+                        unreadable.get_or_insert_with(|| format!("{name}:{}: not a manifest entry ({e})", lines + 1));
+                    }
+                }
+            }
+            if end {
+                break;
+            }
+        }
+        drop(to_hash);
+        Ok(hasher.join().expect("the hasher does not panic"))
+    })?;
+    if let Some(copy) = copy.as_mut() {
+        copy.flush().with_context(copy_error)?;
+    }
+
+    if digest != header.entries_sha256 {
+        bail!(
+            "{name}: the entries do not match entries_sha256 (the header says {}, the entries hash to {digest}): the manifest was altered or truncated; nothing was sent",
+            header.entries_sha256
+        );
+    }
+    if lines != header.entries {
+        bail!("{name}: the header says {} entries, the file has {lines}; nothing was sent", header.entries);
+    }
+    if let Some(why) = unreadable {
+        bail!("{why}; nothing was sent");
+    }
+    if counts != header.counts {
+        bail!("{name}: the header's counts ({}) do not match the entries ({}); nothing was sent", header.counts, counts);
+    }
+    Ok((header, first.len() as u64))
+}
+
+/// The next `BLOCK_BYTES` or so of whole lines (`carry` holds the start of a line the last
+/// block cut), and whether the stream ended; at the end, the block holds whatever is left.
+fn next_block(reader: &mut impl Read, carry: &mut Vec<u8>) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut block = std::mem::take(carry);
+    let mut target = BLOCK_BYTES;
+    loop {
+        while block.len() < target {
+            let filled = block.len();
+            block.resize(target, 0);
+            match reader.read(&mut block[filled..]) {
+                Ok(0) => {
+                    block.truncate(filled);
+                    return Ok((block, true));
+                }
+                Ok(n) => block.truncate(filled + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => block.truncate(filled),
+                Err(e) => return Err(e),
+            }
+        }
+        match memchr::memrchr(b'\n', &block) {
+            Some(last) => {
+                *carry = block.split_off(last + 1);
+                return Ok((block, false));
+            }
+            // A line longer than a block: read on until it ends.
+            None => target += BLOCK_BYTES,
+        }
     }
 }
 
@@ -153,4 +234,49 @@ fn private_file() -> Result<File> {
         .with_context(|| format!("{}: cannot create a private copy of the manifest", tmp.path().display()))?;
     drop(tmp);
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out pieces of varying size (1 byte to 100 KB), as a pipe or a network may.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.1 = (self.1 * 31 + 7) % 100_003;
+            let n = (self.1 + 1).min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn blocks_hold_whole_lines_and_together_every_byte() {
+        // Short lines, a line longer than two blocks, and a last line without a newline.
+        let mut text = Vec::new();
+        for i in 0..200_000 {
+            text.extend_from_slice(format!("{{\"n\":{i}}}\n").as_bytes());
+        }
+        text.extend(std::iter::repeat_n(b'x', 2 * BLOCK_BYTES + 17));
+        text.push(b'\n');
+        text.extend_from_slice(b"{\"last\":true}");
+        let mut reader = Trickle(&text, 0);
+        let (mut carry, mut joined, mut blocks) = (Vec::new(), Vec::new(), 0);
+        loop {
+            let (block, ended) = next_block(&mut reader, &mut carry).unwrap();
+            if !ended {
+                assert_eq!(block.last(), Some(&b'\n'), "block {blocks} ends inside a line");
+            }
+            joined.extend_from_slice(&block);
+            blocks += 1;
+            if ended {
+                break;
+            }
+        }
+        assert!(blocks >= 2, "{blocks}");
+        assert!(joined == text, "the blocks are the stream, in order");
+    }
 }

@@ -24,6 +24,11 @@ impl Review {
         }
     }
 
+    /// `add` for a signature the caller no longer needs.
+    pub fn add_owned(&mut self, signature: Signature, decision: Decision) {
+        self.by_signature.entry(signature).or_default().add(decision);
+    }
+
     /// The signatures and their counts, in order of total count (descending) then signature.
     pub fn rows(&self) -> Vec<(&Signature, &DecisionCounts)> {
         let mut rows: Vec<_> = self.by_signature.iter().collect();
