@@ -82,7 +82,8 @@ def free_port():
 
 
 def bench_replay(args, work):
-    """plan 10M rows (vs rank), then execute a 100k-entry manifest to a loopback HTTP stage."""
+    """plan 10M rows (vs rank) and show its manifest (vs sha256sum), then execute a 100k-entry
+    manifest to a loopback HTTP stage."""
     rows = []
     jsonl = os.path.join(args.data, f"vision-{args.rows}.jsonl")
     policy = os.path.join(work, "policy.toml")
@@ -92,6 +93,12 @@ def bench_replay(args, work):
     plan_s, plan_rss, _ = measure([args.dlqf, "--threads", str(args.threads), "plan", jsonl, "--policy", policy, "-o", manifest, "--no-progress"])
     rank_s, _, _ = measure([args.dlqf, "--threads", str(args.threads), "rank", jsonl, "--format", "json", "--no-progress"])
     rows.append(f"| plan {args.rows:,} rows (JSON-lines) | {plan_s:.2f} s | {plan_rss:.0f} MiB | rank: {rank_s:.2f} s | {plan_s / rank_s:.2f}x rank |")
+    # show verifies and summarises the manifest in one pass: against one SHA-256 pass over it
+    # (OpenSSL's, which uses the CPU's SHA extensions; coreutils' sha256sum does not).
+    size = os.path.getsize(manifest) / 1e9
+    show_s, show_rss, _ = measure([args.dlqf, "show", manifest])
+    sha_s, _, _ = measure(["openssl", "dgst", "-sha256", manifest])
+    rows.append(f"| show the {size:.1f} GB manifest | {show_s:.2f} s | {show_rss:.0f} MiB | openssl dgst -sha256: {sha_s:.2f} s | {show_s / sha_s:.2f}x one SHA-256 pass |")
     os.remove(manifest)
 
     small = os.path.join(work, "vision-100k.jsonl")
