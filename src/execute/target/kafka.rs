@@ -3,7 +3,7 @@
 //! the partition Java's default partitioner picks, so a replay lands where the original did.
 //! Records to one partition are batched; delivered means acknowledged by every in-sync replica.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +34,8 @@ pub struct KafkaTarget {
     client: OnceCell<Client>,
     /// Partition counts by topic, as the brokers last said.
     partitions: Mutex<HashMap<String, usize>>,
+    /// Topics found missing even when asked for by name.
+    missing: Mutex<HashSet<String>>,
     producers: tokio::sync::Mutex<HashMap<(String, i32), Arc<BatchProducer<RecordAggregator>>>>,
 }
 
@@ -46,7 +48,7 @@ impl KafkaTarget {
             bail!("`kafka://{spec}`: no broker (kafka://HOST:PORT[,HOST:PORT…][/TOPIC])");
         }
         let topic = (!topic.is_empty()).then(|| topic.to_string());
-        Ok(KafkaTarget { brokers, topic, retry, client: OnceCell::new(), partitions: Mutex::default(), producers: Default::default() })
+        Ok(KafkaTarget { brokers, topic, retry, client: OnceCell::new(), partitions: Mutex::default(), missing: Mutex::default(), producers: Default::default() })
     }
 
     /// Whether the URL names the topic (a quarantine sink must).
@@ -66,20 +68,38 @@ impl KafkaTarget {
             .map_err(|e| Delivery::Down(format!("{}: cannot connect: {e}", self.name())))
     }
 
-    /// The topic's partition count (asked of the brokers once, and again when unknown).
+    /// The topic's partition count (asked of the brokers once, and again when unknown). A
+    /// topic the brokers do not list is asked for by name, as producers do, which makes brokers
+    /// that create topics on demand create it; a topic that still does not exist is the
+    /// target's failure (its setup), never the message's, and is not asked for again.
     async fn partition_count(&self, client: &Client, topic: &str) -> Result<usize, Delivery> {
         if let Some(&n) = self.partitions.lock().expect("partitions lock").get(topic) {
             return Ok(n);
         }
+        let missing = || Delivery::Down(format!("{}: topic `{topic}` does not exist, and the brokers did not create it", self.name()));
+        if self.missing.lock().expect("missing lock").contains(topic) {
+            return Err(missing());
+        }
+        let mut found = self.list_partitions(client, topic).await?;
+        if found.is_none() {
+            let by_name = client.partition_client(topic, 0, UnknownTopicHandling::Retry);
+            let _ = tokio::time::timeout(self.retry.timeout, by_name).await;
+            found = self.list_partitions(client, topic).await?;
+        }
+        found.ok_or_else(|| {
+            self.missing.lock().expect("missing lock").insert(topic.to_string());
+            missing()
+        })
+    }
+
+    /// Lists the brokers' topics into the partition counts; returns `topic`'s, if it has any.
+    async fn list_partitions(&self, client: &Client, topic: &str) -> Result<Option<usize>, Delivery> {
         let topics = client.list_topics().await.map_err(|e| self.failure(e))?;
         let mut known = self.partitions.lock().expect("partitions lock");
         for t in topics {
             known.insert(t.name, t.partitions.len());
         }
-        match known.get(topic) {
-            Some(&n) if n > 0 => Ok(n),
-            _ => Err(Delivery::Rejected(format!("{}: topic `{topic}` does not exist", self.name()))),
-        }
+        Ok(known.get(topic).copied().filter(|&n| n > 0))
     }
 
     async fn producer(&self, client: &Client, topic: &str, partition: i32) -> Result<Arc<BatchProducer<RecordAggregator>>, Delivery> {
