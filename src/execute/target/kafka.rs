@@ -22,7 +22,7 @@ use super::{with_retries, Delivery, Retry, Target};
 use crate::execute::message::Message;
 
 /// How long records wait for others bound to the same partition.
-const LINGER: Duration = Duration::from_millis(5);
+const LINGER: Duration = Duration::from_millis(1);
 /// The most a batch holds, in bytes.
 const BATCH_BYTES: usize = 1 << 20;
 
