@@ -102,7 +102,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         |row| planner.entry(row).map(|e| (entry_line(&e), e.signature, e.decision)),
         |entry| {
             if let Some((line, signature, decision)) = entry {
-                review.add(&signature, decision);
+                review.add(signature, decision);
                 writer.write(&line, decision)?;
             }
             Ok(())

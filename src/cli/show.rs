@@ -33,7 +33,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let storage = Storage::new();
     let mut review = Review::default();
     let header = Manifest::summarize(&args.manifest.to_string(), storage.open(&args.manifest)?, |signature, decision| {
-        review.add_owned(signature, decision)
+        review.add(signature, decision)
     })?;
     let text = match args.format {
         SummaryFormat::Table => report::review::table(&review, &header),

@@ -13,19 +13,7 @@ pub struct Review {
 }
 
 impl Review {
-    pub fn add(&mut self, signature: &Signature, decision: Decision) {
-        match self.by_signature.get_mut(signature) {
-            Some(counts) => counts.add(decision),
-            None => {
-                let mut counts = DecisionCounts::default();
-                counts.add(decision);
-                self.by_signature.insert(signature.clone(), counts);
-            }
-        }
-    }
-
-    /// `add` for a signature the caller no longer needs.
-    pub fn add_owned(&mut self, signature: Signature, decision: Decision) {
+    pub fn add(&mut self, signature: Signature, decision: Decision) {
         self.by_signature.entry(signature).or_default().add(decision);
     }
 
