@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod aws;
 pub mod execute;
 pub mod gen;
+pub mod lines;
 pub mod manifest;
 pub mod messages;
 pub mod origin;

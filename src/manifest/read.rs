@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{hex, manifest_digest, Decision, DecisionCounts, Entry, Header, FORMAT};
+use crate::lines::LineBlocks;
 use crate::signature::Signature;
 use crate::temp::TempFile;
 
@@ -115,13 +116,9 @@ fn verify(
             }
             hex(&digest.finalize())
         });
-        let mut carry = Vec::new();
-        loop {
-            let (block, end) = next_block(&mut reader, &mut carry).with_context(read_error)?;
-            if block.is_empty() {
-                break;
-            }
-            let block = std::sync::Arc::new(block);
+        let mut blocks = LineBlocks::new(reader, BLOCK_BYTES);
+        while let Some(block) = blocks.next_into(Vec::new()) {
+            let block = std::sync::Arc::new(block.with_context(read_error)?);
             // The hasher only stops early if this thread has: a send cannot fail here.
             let _ = to_hash.send(block.clone());
             if let Some(copy) = copy.as_mut() {
@@ -141,9 +138,6 @@ fn verify(
                         unreadable.get_or_insert_with(|| format!("{name}:{}: not a manifest entry ({e})", lines + 1));
                     }
                 }
-            }
-            if end {
-                break;
             }
         }
         drop(to_hash);
@@ -169,36 +163,6 @@ fn verify(
         bail!("{name}: the header's counts ({}) do not match the entries ({}); nothing was sent", header.counts, counts);
     }
     Ok((header, first.len() as u64))
-}
-
-/// The next `BLOCK_BYTES` or so of whole lines (`carry` holds the start of a line the last
-/// block cut), and whether the stream ended; at the end, the block holds whatever is left.
-fn next_block(reader: &mut impl Read, carry: &mut Vec<u8>) -> std::io::Result<(Vec<u8>, bool)> {
-    let mut block = std::mem::take(carry);
-    let mut target = BLOCK_BYTES;
-    loop {
-        while block.len() < target {
-            let filled = block.len();
-            block.resize(target, 0);
-            match reader.read(&mut block[filled..]) {
-                Ok(0) => {
-                    block.truncate(filled);
-                    return Ok((block, true));
-                }
-                Ok(n) => block.truncate(filled + n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => block.truncate(filled),
-                Err(e) => return Err(e),
-            }
-        }
-        match memchr::memrchr(b'\n', &block) {
-            Some(last) => {
-                *carry = block.split_off(last + 1);
-                return Ok((block, false));
-            }
-            // A line longer than a block: read on until it ends.
-            None => target += BLOCK_BYTES,
-        }
-    }
 }
 
 /// Parses and checks the header line against its own seal.
@@ -236,47 +200,3 @@ fn private_file() -> Result<File> {
     Ok(file)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Hands out pieces of varying size (1 byte to 100 KB), as a pipe or a network may.
-    struct Trickle<'a>(&'a [u8], usize);
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            self.1 = (self.1 * 31 + 7) % 100_003;
-            let n = (self.1 + 1).min(buf.len()).min(self.0.len());
-            buf[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
-
-    #[test]
-    fn blocks_hold_whole_lines_and_together_every_byte() {
-        // Short lines, a line longer than two blocks, and a last line without a newline.
-        let mut text = Vec::new();
-        for i in 0..200_000 {
-            text.extend_from_slice(format!("{{\"n\":{i}}}\n").as_bytes());
-        }
-        text.extend(std::iter::repeat_n(b'x', 2 * BLOCK_BYTES + 17));
-        text.push(b'\n');
-        text.extend_from_slice(b"{\"last\":true}");
-        let mut reader = Trickle(&text, 0);
-        let (mut carry, mut joined, mut blocks) = (Vec::new(), Vec::new(), 0);
-        loop {
-            let (block, ended) = next_block(&mut reader, &mut carry).unwrap();
-            if !ended {
-                assert_eq!(block.last(), Some(&b'\n'), "block {blocks} ends inside a line");
-            }
-            joined.extend_from_slice(&block);
-            blocks += 1;
-            if ended {
-                break;
-            }
-        }
-        assert!(blocks >= 2, "{blocks}");
-        assert!(joined == text, "the blocks are the stream, in order");
-    }
-}

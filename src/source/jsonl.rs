@@ -11,6 +11,7 @@ use super::json_fields::FieldPicker;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::{Compression, Input, Piece};
 use super::layout::Cell;
+use crate::lines::LineBlocks;
 use crate::storage::Opener;
 
 const CHUNK_BYTES: usize = 8 << 20;
@@ -112,16 +113,13 @@ pub(super) struct Chunks {
 }
 
 struct ChunkReader {
-    reader: Box<dyn Read + Send>,
-    carry: Vec<u8>,
+    blocks: LineBlocks<Box<dyn Read + Send>>,
     index: usize,
-    done: bool,
-    size: usize,
 }
 
 impl Chunks {
     fn new(reader: Box<dyn Read + Send>, size: usize) -> Chunks {
-        Chunks { reader: Mutex::new(ChunkReader { reader, carry: Vec::new(), index: 0, done: false, size }), spare: Mutex::new(Vec::new()) }
+        Chunks { reader: Mutex::new(ChunkReader { blocks: LineBlocks::new(reader, size), index: 0 }), spare: Mutex::new(Vec::new()) }
     }
 
     /// The chunks, in order, as pieces; a read error names the input.
@@ -140,38 +138,11 @@ impl Chunks {
 }
 
 impl ChunkReader {
-    fn next(&mut self, mut buf: Vec<u8>) -> Option<io::Result<(usize, Vec<u8>)>> {
-        if self.done {
-            return None;
-        }
-        buf.clear();
-        buf.extend_from_slice(&self.carry);
-        self.carry.clear();
-        buf.reserve(self.size);
-        loop {
-            let start = buf.len();
-            // read_to_end fills spare capacity without zeroing it first.
-            let n = match (&mut self.reader).take(self.size as u64).read_to_end(&mut buf) {
-                Ok(n) => n,
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            };
-            if n < self.size {
-                self.done = true;
-                if buf.is_empty() {
-                    return None;
-                }
-                break;
-            }
-            if let Some(last_nl) = memchr::memrchr(b'\n', &buf[start..]).map(|i| i + start) {
-                self.carry.extend_from_slice(&buf[last_nl + 1..]);
-                buf.truncate(last_nl + 1);
-                break;
-            }
-            // A line longer than a chunk: keep reading until it ends.
-        }
+    fn next(&mut self, buf: Vec<u8>) -> Option<io::Result<(usize, Vec<u8>)>> {
+        let mut buf = match self.blocks.next_into(buf)? {
+            Ok(buf) => buf,
+            Err(e) => return Some(Err(e)),
+        };
         let index = self.index;
         self.index += 1;
         if index == 0 && buf.starts_with(b"\xEF\xBB\xBF") {
