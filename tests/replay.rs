@@ -384,6 +384,13 @@ fn a_message_dead_lettered_several_times_is_replayed_once_in_one_run() {
     let stage = Stage::start();
     stage.behaviour.lock().unwrap().delay = Duration::from_millis(200);
 
+    // A dry run says what the run then does.
+    let dry = execute(&dir, &stage, &["--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let o = outcomes(&dry);
+    assert_eq!((o["replayed"].as_u64(), o["skipped_idempotent"].as_u64()), (Some(20), Some(40)), "dry run: {o}");
+    assert!(stage.keys().is_empty());
+
     let run = execute(&dir, &stage, &["--concurrency", "60"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let o = outcomes(&run);
