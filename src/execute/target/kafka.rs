@@ -154,11 +154,12 @@ impl KafkaTarget {
                 | ProtocolError::CorruptMessage
                 | ProtocolError::InvalidRecord
                 | ProtocolError::RecordListTooLarge
-                | ProtocolError::InvalidTopicException
-                | ProtocolError::UnknownTopicOrPartition => Delivery::Rejected(why),
-                ProtocolError::TopicAuthorizationFailed | ProtocolError::ClusterAuthorizationFailed | ProtocolError::SaslAuthenticationFailed => {
-                    Delivery::Down(why)
-                }
+                | ProtocolError::InvalidTopicException => Delivery::Rejected(why),
+                // A topic that is not there is the brokers' setup, as a missing topic is above.
+                ProtocolError::UnknownTopicOrPartition
+                | ProtocolError::TopicAuthorizationFailed
+                | ProtocolError::ClusterAuthorizationFailed
+                | ProtocolError::SaslAuthenticationFailed => Delivery::Down(why),
                 _ => Delivery::Transient(why),
             },
             _ => Delivery::Transient(why),
@@ -206,7 +207,24 @@ pub fn murmur2(data: &[u8]) -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use super::murmur2;
+    use super::*;
+
+    #[test]
+    fn a_missing_topic_is_the_brokers_failure_and_a_bad_record_the_messages() {
+        let target = KafkaTarget::new("127.0.0.1:9092", Retry::once()).unwrap();
+        let server = |protocol_error| ClientError::ServerError {
+            protocol_error,
+            error_message: None,
+            request: rskafka::client::error::RequestContext::Topic("orders".into()),
+            response: None,
+            is_virtual: false,
+        };
+        assert!(matches!(target.failure(server(ProtocolError::UnknownTopicOrPartition)), Delivery::Down(_)));
+        assert!(matches!(target.failure(server(ProtocolError::TopicAuthorizationFailed)), Delivery::Down(_)));
+        assert!(matches!(target.failure(server(ProtocolError::InvalidRecord)), Delivery::Rejected(_)));
+        assert!(matches!(target.failure(server(ProtocolError::MessageTooLarge)), Delivery::Rejected(_)));
+        assert!(matches!(target.failure(server(ProtocolError::NotLeaderOrFollower)), Delivery::Transient(_)));
+    }
 
     #[test]
     fn murmur2_matches_kafkas_own_test_vectors() {
