@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use futures_util::future::BoxFuture;
 
-use super::{with_retries, Delivery, Retry, Target};
+use super::{transport_error, with_retries, Delivery, Retry, Target};
 use crate::execute::message::Message;
 
 pub struct HttpTarget {
@@ -43,19 +43,6 @@ fn answer(url: &str, status: reqwest::StatusCode) -> Delivery {
         409 => Delivery::AlreadyDone,
         400..=499 => Delivery::Rejected(format!("HTTP {status} from {url}")),
         _ => Delivery::Transient(format!("HTTP {status} from {url}")),
-    }
-}
-
-/// A transport error: not reached (connect, DNS, TLS) is the target's failure; a timeout or a
-/// connection dropped mid-request may be this message's.
-fn transport_error(url: &str, e: &reqwest::Error) -> Delivery {
-    if e.is_timeout() {
-        Delivery::Transient(format!("{url}: timed out"))
-    } else if e.is_connect() {
-        let cause = std::error::Error::source(e).and_then(std::error::Error::source).map(|c| format!(" ({c})")).unwrap_or_default();
-        Delivery::Down(format!("{url}: cannot connect{cause}"))
-    } else {
-        Delivery::Transient(format!("{url}: {e}"))
     }
 }
 

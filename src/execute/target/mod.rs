@@ -124,6 +124,20 @@ impl Delivery {
     }
 }
 
+/// A transport error of the targets spoken over HTTP (http, sqs): not reached (connect, DNS,
+/// TLS) is the target's failure; a timeout or a connection dropped mid-request may be this
+/// message's.
+pub(super) fn transport_error(url: &str, e: &reqwest::Error) -> Delivery {
+    if e.is_timeout() {
+        Delivery::Transient(format!("{url}: timed out"))
+    } else if e.is_connect() {
+        let cause = std::error::Error::source(e).and_then(std::error::Error::source).map(|c| format!(" ({c})")).unwrap_or_default();
+        Delivery::Down(format!("{url}: cannot connect{cause}"))
+    } else {
+        Delivery::Transient(format!("{url}: {e}"))
+    }
+}
+
 /// Tries `attempt` up to `retry.attempts` times while its delivery is retryable, waiting a
 /// jittered backoff between tries; a halted run tries no more.
 pub async fn with_retries<F, Fut>(retry: &Retry, mut attempt: F) -> Delivery

@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, OnceCell};
 
-use super::{with_retries, Delivery, Retry, Target};
+use super::{transport_error, with_retries, Delivery, Retry, Target};
 use crate::aws::Aws;
 use crate::execute::message::Message;
 
@@ -69,15 +69,7 @@ impl SqsTarget {
         for (k, v) in signed {
             request = request.header(k, v);
         }
-        let response = request.body(body).send().await.map_err(|e| {
-            if e.is_timeout() {
-                Delivery::Transient(format!("{name}: timed out"))
-            } else if e.is_connect() {
-                Delivery::Down(format!("{name}: cannot connect to {endpoint}"))
-            } else {
-                Delivery::Transient(format!("{name}: {e}"))
-            }
-        })?;
+        let response = request.body(body).send().await.map_err(|e| transport_error(&format!("{name} at {endpoint}"), &e))?;
         let status = response.status();
         let text = response.text().await.map_err(|e| Delivery::Transient(format!("{name}: {e}")))?;
         let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
