@@ -63,22 +63,9 @@ impl Aws {
         provider.provide_credentials().await.map_err(|e| match e {
             CredentialsError::CredentialsNotLoaded(_) => anyhow!(NO_CREDENTIALS),
             // Say what failed, never the secret: the error names the provider and its cause.
-            other => anyhow!("AWS credentials: {}", one_line(&other)),
+            other => anyhow!("AWS credentials: {:#}", anyhow::Error::new(other)),
         })
     }
-
-}
-
-/// An error and its causes on one line.
-fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// Credentials for object_store's S3 client, from the chain.
