@@ -9,7 +9,7 @@ use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::plan::summary::Review;
 use dlqf::report;
-use dlqf::plan::{entry_line, Planner};
+use dlqf::plan::{PlannedBatch, Planner};
 use dlqf::source::{Input, Window};
 use dlqf::storage::{Location, Output};
 use dlqf::timestamp;
@@ -97,14 +97,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let mut writer = ManifestWriter::create(output, &args.output.to_string(), header)?;
     let mut review = Review::default();
+    // Line buffers written go back to be filled again: fresh memory costs page faults.
+    let spare_lines = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
     let tally = prepared.scan().records(
         &prepared.inputs,
-        |row| planner.entry(row).map(|e| (entry_line(&e), e.signature, e.decision)),
-        |entry| {
-            if let Some((line, signature, decision)) = entry {
-                review.add(signature, decision);
-                writer.write(&line, decision)?;
+        || PlannedBatch::with_lines(spare_lines.lock().expect("not poisoned").pop().unwrap_or_default()),
+        |batch, row| planner.add(batch, row),
+        |mut batch| {
+            writer.write_lines(&batch.lines, batch.entries, &batch.counts)?;
+            let mut lines = std::mem::take(&mut batch.lines);
+            for (signature, counts) in batch.by_signature() {
+                review.add_counts(signature, &counts);
             }
+            lines.clear();
+            spare_lines.lock().expect("not poisoned").push(lines);
             Ok(())
         },
     )?;

@@ -61,7 +61,7 @@ impl DecisionCounts {
         }
     }
 
-    fn get_mut(&mut self, d: Decision) -> &mut u64 {
+    pub(crate) fn get_mut(&mut self, d: Decision) -> &mut u64 {
         match d {
             Decision::Replay => &mut self.replay,
             Decision::PoisonAttempts => &mut self.poison_attempts,
@@ -130,7 +130,13 @@ pub struct Entry {
 }
 
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    text
 }
 
 /// The seal of a header: SHA-256 of its canonical JSON (every field except `manifest_sha256`,

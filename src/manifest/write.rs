@@ -44,10 +44,30 @@ impl<'o> ManifestWriter<'o> {
 
     /// Appends one entry line (with its newline), in manifest order.
     pub fn write(&mut self, line: &[u8], decision: Decision) -> Result<()> {
-        self.entries.update(line);
-        self.count += 1;
-        self.counts.add(decision);
-        self.out.write_all(line).with_context(|| format!("{}: cannot write", self.name))
+        let mut counts = DecisionCounts::default();
+        counts.add(decision);
+        self.write_lines(line, 1, &counts)
+    }
+
+    /// Appends `entries` whole entry lines, in manifest order, whose decisions add up to
+    /// `counts`.
+    pub fn write_lines(&mut self, lines: &[u8], entries: u64, counts: &DecisionCounts) -> Result<()> {
+        self.count += entries;
+        for d in Decision::ALL {
+            *self.counts.get_mut(d) += counts.get(d);
+        }
+        // Hashing and writing a large batch each take as long as the other: side by side.
+        let (digest, out) = (&mut self.entries, &mut self.out);
+        let written = if lines.len() >= 1 << 20 {
+            std::thread::scope(|scope| {
+                scope.spawn(|| digest.update(lines));
+                out.write_all(lines)
+            })
+        } else {
+            digest.update(lines);
+            out.write_all(lines)
+        };
+        written.with_context(|| format!("{}: cannot write", self.name))
     }
 
     /// Seals the header over the entries written, writes it in place and puts the manifest

@@ -5,12 +5,13 @@ pub mod fix;
 pub mod policy;
 pub mod summary;
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use serde::Serialize;
-
-use crate::manifest::Decision;
+use crate::manifest::{Decision, DecisionCounts};
+use crate::profile::classify::CategoryRule;
 use crate::profile::Profile;
 use crate::signature::Signature;
 use crate::source::layout::Layout;
@@ -18,57 +19,15 @@ use crate::source::{FullRow, Record};
 use fix::Fixes;
 use policy::Policy;
 
-/// An entry about to be written; its record may still be the dump's own JSON text.
-pub struct PlannedEntry<'a> {
-    pub key: String,
-    pub decision: Decision,
-    pub signature: Signature,
-    pub id: String,
-    pub attempts: i64,
-    pub max_attempts: i64,
-    pub record: Record<'a>,
-}
-
-#[derive(Serialize)]
-struct EntryHead<'a> {
-    key: &'a str,
-    decision: Decision,
-    signature: &'a Signature,
-    id: &'a str,
-    attempts: i64,
-    max_attempts: i64,
-}
-
-/// One entry as a manifest line (with its newline), in `Entry`'s field order.
-pub fn entry_line(entry: &PlannedEntry) -> Vec<u8> {
-    let head = EntryHead {
-        key: &entry.key,
-        decision: entry.decision,
-        signature: &entry.signature,
-        id: &entry.id,
-        attempts: entry.attempts,
-        max_attempts: entry.max_attempts,
-    };
-    let mut bytes = serde_json::to_vec(&head).expect("entries serialise");
-    bytes.pop();
-    bytes.extend_from_slice(b",\"record\":");
-    match &entry.record {
-        Record::Text(text) => bytes.extend_from_slice(text.as_bytes()),
-        Record::Object(map) => serde_json::to_writer(&mut bytes, map).expect("records serialise"),
-    }
-    bytes.extend_from_slice(b"}\n");
-    bytes
-}
-
 /// `sha256(id|part|part…)` as lowercase hex, first 16 characters (the seed's key).
 pub fn idempotency_key(id: &str, parts: &[&str]) -> String {
-    let mut text = String::from(id);
+    let mut digest = Sha256::new();
+    digest.update(id.as_bytes());
     for p in parts {
-        text.push('|');
-        text.push_str(p);
+        digest.update(b"|");
+        digest.update(p.as_bytes());
     }
-    let digest = Sha256::digest(text.as_bytes());
-    crate::manifest::hex(&digest[..8])
+    crate::manifest::hex(&digest.finalize()[..8])
 }
 
 pub struct Planner<'a> {
@@ -79,29 +38,119 @@ pub struct Planner<'a> {
     pub signature_fields: Vec<String>,
 }
 
-impl Planner<'_> {
-    /// The manifest entry for one record, or None when the policy's filter leaves it out.
-    pub fn entry<'r>(&self, row: FullRow<'r>) -> Option<PlannedEntry<'r>> {
-        let values = self.layout.finish_signature(row.key);
-        let signature = Signature::new(&self.signature_fields, &values);
-        if !self.policy.selects(&signature) {
-            return None;
+/// The manifest entries planned from one piece of input: their lines in order, and their
+/// counts per signature and decision. What the rows of one raw signature key share (the
+/// signature, its category, the gate's inputs) is worked out once per batch.
+pub struct PlannedBatch<'p> {
+    /// Entry lines, each with its newline, in `Entry`'s field order.
+    pub lines: Vec<u8>,
+    pub counts: DecisionCounts,
+    pub entries: u64,
+    keys: HashMap<Vec<u8>, usize, foldhash::fast::FixedState>,
+    plans: Vec<KeyPlan<'p>>,
+}
+
+/// What every row of one raw signature key shares.
+struct KeyPlan<'p> {
+    signature: Signature,
+    /// The signature as JSON, as it goes into each entry.
+    signature_json: Vec<u8>,
+    selected: bool,
+    route: Option<&'p CategoryRule>,
+    max_attempts: i64,
+    /// The key's parts after the id, when none comes from the record itself.
+    key_parts: Option<Vec<String>>,
+    fixed: bool,
+    /// The gate's decision by attempts, as met.
+    decisions: Vec<(i64, Decision)>,
+    counts: DecisionCounts,
+}
+
+impl<'p> PlannedBatch<'p> {
+    /// An empty batch whose lines go into `lines` (cleared), to reuse its memory.
+    pub fn with_lines(mut lines: Vec<u8>) -> PlannedBatch<'p> {
+        lines.clear();
+        PlannedBatch { lines, counts: DecisionCounts::default(), entries: 0, keys: HashMap::default(), plans: Vec::new() }
+    }
+
+    /// The batch's counts per signature (a signature may appear twice when two raw keys
+    /// normalise to it).
+    pub fn by_signature(self) -> impl Iterator<Item = (Signature, DecisionCounts)> + 'p {
+        self.plans.into_iter().filter(|p| p.counts.total() > 0).map(|p| (p.signature, p.counts))
+    }
+}
+
+impl<'a> Planner<'a> {
+    /// Adds the manifest entry for one record to `batch`, unless the policy's filter leaves
+    /// it out.
+    pub fn add(&self, batch: &mut PlannedBatch<'a>, row: FullRow) {
+        let index = match batch.keys.get(row.key) {
+            Some(&i) => i,
+            None => {
+                batch.plans.push(self.key_plan(row.key));
+                batch.keys.insert(row.key.to_vec(), batch.plans.len() - 1);
+                batch.plans.len() - 1
+            }
+        };
+        let plan = &mut batch.plans[index];
+        if !plan.selected {
+            return;
         }
-        let reason = self.profile.reason_field.as_deref().and_then(|f| signature.get(f));
-        let route = self.policy.routing.then(|| self.layout.classifier().routing(&self.layout.category_of(&values)));
-        let decision = self.policy.decide(row.facts.attempts, reason, &signature, route);
-        let max_attempts = self.policy.cap(route);
-        let key = self.key(&row.facts.id, &signature, &row.record);
-        let record = if self.fixes.applies_to(&signature) {
+        let attempts = row.facts.attempts;
+        let decision = match plan.decisions.iter().find(|(a, _)| *a == attempts) {
+            Some(&(_, d)) => d,
+            None => {
+                let reason = self.profile.reason_field.as_deref().and_then(|f| plan.signature.get(f));
+                let d = self.policy.decide(attempts, reason, &plan.signature, plan.route);
+                plan.decisions.push((attempts, d));
+                d
+            }
+        };
+        let id = &row.facts.id;
+        let key = match &plan.key_parts {
+            Some(parts) => idempotency_key(id, &parts.iter().map(String::as_str).collect::<Vec<_>>()),
+            None => self.key(id, &plan.signature, &row.record),
+        };
+        let record = if plan.fixed {
             let mut object = row.record.into_object();
-            self.fixes.apply(&signature, &mut object);
+            self.fixes.apply(&plan.signature, &mut object);
             Record::Object(object)
         } else {
             row.record
         };
-        Some(PlannedEntry { key, decision, signature, id: row.facts.id.into_owned(), attempts: row.facts.attempts, max_attempts, record })
+        write_entry(&mut batch.lines, &key, decision, &plan.signature_json, id, attempts, plan.max_attempts, &record);
+        plan.counts.add(decision);
+        batch.counts.add(decision);
+        batch.entries += 1;
     }
 
+    fn key_plan(&self, raw_key: &[u8]) -> KeyPlan<'a> {
+        let values = self.layout.finish_signature(raw_key);
+        let signature = Signature::new(&self.signature_fields, &values);
+        let route = self.policy.routing.then(|| self.layout.classifier().routing(&self.layout.category_of(&values)));
+        let key_parts = self
+            .profile
+            .key_fields
+            .iter()
+            .map(|field| match &self.policy.replay_revision {
+                Some(r) if self.profile.revision_field.as_deref() == Some(field.as_str()) => Some(r.trim().to_string()),
+                _ => signature.get(field).map(str::to_string),
+            })
+            .collect();
+        KeyPlan {
+            signature_json: serde_json::to_vec(&signature).expect("signatures serialise"),
+            selected: self.policy.selects(&signature),
+            route,
+            max_attempts: self.policy.cap(route),
+            key_parts,
+            fixed: self.fixes.applies_to(&signature),
+            decisions: Vec::new(),
+            counts: DecisionCounts::default(),
+            signature,
+        }
+    }
+
+    /// The key of a record one of whose key fields is not a signature field.
     fn key(&self, id: &str, signature: &Signature, record: &Record) -> String {
         let parts: Vec<String> = self
             .profile
@@ -129,6 +178,41 @@ impl Planner<'_> {
             .collect();
         let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
         idempotency_key(id, &refs)
+    }
+}
+
+/// One entry as a manifest line (with its newline), in `Entry`'s field order, byte for byte
+/// what serde_json writes for an `Entry`; the record goes in as it was read.
+#[allow(clippy::too_many_arguments)]
+fn write_entry(out: &mut Vec<u8>, key: &str, decision: Decision, signature_json: &[u8], id: &str, attempts: i64, max_attempts: i64, record: &Record) {
+    out.extend_from_slice(b"{\"key\":");
+    write_json_string(out, key);
+    out.extend_from_slice(b",\"decision\":\"");
+    out.extend_from_slice(decision.name().as_bytes());
+    out.extend_from_slice(b"\",\"signature\":");
+    out.extend_from_slice(signature_json);
+    out.extend_from_slice(b",\"id\":");
+    write_json_string(out, id);
+    out.extend_from_slice(b",\"attempts\":");
+    out.extend_from_slice(itoa::Buffer::new().format(attempts).as_bytes());
+    out.extend_from_slice(b",\"max_attempts\":");
+    out.extend_from_slice(itoa::Buffer::new().format(max_attempts).as_bytes());
+    out.extend_from_slice(b",\"record\":");
+    match record {
+        Record::Text(text) => out.extend_from_slice(text.as_bytes()),
+        Record::Object(map) => serde_json::to_writer(&mut *out, map).expect("records serialise"),
+    }
+    out.extend_from_slice(b"}\n");
+}
+
+/// A string as serde_json writes it: copied when nothing in it needs escaping.
+fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        serde_json::to_writer(&mut *out, s).expect("strings serialise");
+    } else {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
     }
 }
 

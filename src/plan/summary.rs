@@ -17,6 +17,14 @@ impl Review {
         self.by_signature.entry(signature).or_default().add(decision);
     }
 
+    /// Adds the counts of one signature.
+    pub fn add_counts(&mut self, signature: Signature, counts: &DecisionCounts) {
+        let total = self.by_signature.entry(signature).or_default();
+        for d in Decision::ALL {
+            *total.get_mut(d) += counts.get(d);
+        }
+    }
+
     /// The signatures and their counts, in order of total count (descending) then signature.
     pub fn rows(&self) -> Vec<(&Signature, &DecisionCounts)> {
         let mut rows: Vec<_> = self.by_signature.iter().collect();

@@ -316,25 +316,22 @@ impl Scan<'_> {
         Ok((acc, tally))
     }
 
-    /// Calls `map` on every accepted row with its whole record (in parallel) and `sink` on
-    /// the results in order: inputs as resolved (by name), lines or rows in file order. The
-    /// sink runs on its own thread, so writing one batch overlaps decoding the next, and
+    /// Reads every accepted row with its whole record, in order: each piece's rows (in
+    /// parallel with other pieces) go through `map` into a batch `start` makes, and `sink`
+    /// gets the batches in order: inputs as resolved (by name), lines or rows in file order.
+    /// The sink runs on its own thread, so writing one batch overlaps decoding the next, and
     /// memory stays bounded by a few batches.
-    pub fn records<T, F, S>(&self, inputs: &[Input], map: F, mut sink: S) -> Result<Tally>
+    pub fn records<B, N, F, S>(&self, inputs: &[Input], start: N, map: F, mut sink: S) -> Result<Tally>
     where
-        T: Send,
-        F: Fn(FullRow) -> T + Sync,
-        S: FnMut(T) -> Result<()> + Send,
+        B: Send,
+        N: Fn() -> B + Sync,
+        F: Fn(&mut B, FullRow) + Sync,
+        S: FnMut(B) -> Result<()> + Send,
     {
         std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(2);
-            let writer = scope.spawn(move || -> Result<()> {
-                for items in rx {
-                    items.into_iter().try_for_each(&mut sink)?;
-                }
-                Ok(())
-            });
-            let read = self.read_in_order(inputs, &map, |items| tx.send(items).is_ok());
+            let (tx, rx) = std::sync::mpsc::sync_channel::<B>(2);
+            let writer = scope.spawn(move || -> Result<()> { rx.into_iter().try_for_each(&mut sink) });
+            let read = self.read_in_order(inputs, &start, &map, |batch| tx.send(batch).is_ok());
             drop(tx);
             let written = writer.join().expect("the sink thread does not panic");
             // A sink error explains a stopped read, so it comes first.
@@ -343,12 +340,13 @@ impl Scan<'_> {
         })
     }
 
-    /// Decodes every input's pieces in parallel batches, handing each piece's results to
-    /// `emit` in order (false: stop).
-    fn read_in_order<T, F>(&self, inputs: &[Input], map: &F, mut emit: impl FnMut(Vec<T>) -> bool) -> Result<Tally>
+    /// Decodes every input's pieces in parallel, a few at a time, handing each piece's batch
+    /// to `emit` in order (false: stop).
+    fn read_in_order<B, N, F>(&self, inputs: &[Input], start: &N, map: &F, mut emit: impl FnMut(B) -> bool) -> Result<Tally>
     where
-        T: Send,
-        F: Fn(FullRow) -> T + Sync,
+        B: Send,
+        N: Fn() -> B + Sync,
+        F: Fn(&mut B, FullRow) + Sync,
     {
         let opener = self.storage.open_in_order(&objects(inputs));
         let batch = rayon::current_num_threads().max(1) * 2;
@@ -365,18 +363,18 @@ impl Scan<'_> {
                 if batch.is_empty() {
                     break;
                 }
-                let done: Vec<Result<(Vec<T>, PieceTally)>> = batch
+                let done: Vec<Result<(B, PieceTally)>> = batch
                     .into_par_iter()
                     .map(|piece| {
-                        let mut items = Vec::new();
-                        let piece_tally = self.decode(&pieces, piece, true, |row| items.push(map(row)))?;
-                        Ok((items, piece_tally))
+                        let mut rows = start();
+                        let piece_tally = self.decode(&pieces, piece, true, |row| map(&mut rows, row))?;
+                        Ok((rows, piece_tally))
                     })
                     .collect();
                 for result in done {
-                    let (items, piece_tally) = result?;
+                    let (rows, piece_tally) = result?;
                     piece_tallies.push(piece_tally);
-                    if !emit(items) {
+                    if !emit(rows) {
                         rows::absorb(&mut tally, &input.display, piece_tallies);
                         return Ok(tally);
                     }
