@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod aws;
 pub mod execute;
 pub mod gen;
+pub mod json_scan;
 pub mod lines;
 pub mod manifest;
 pub mod messages;

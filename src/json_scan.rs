@@ -1,0 +1,351 @@
+//! A validating JSON scanner: checks syntax exactly as a full parser does (RFC 8259, as
+//! serde_json reads it) but builds only what its caller asks for, so lines can be checked and
+//! a few fields taken at the speed of a scan.
+
+use std::borrow::Cow;
+
+const MAX_DEPTH: usize = 128;
+
+pub struct Parser<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    /// A parser at the start of `text`.
+    pub fn new(text: &'a str) -> Parser<'a> {
+        Parser { s: text.as_bytes(), text, pos: 0 }
+    }
+
+    /// Where the parser stands, in bytes from the start.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Whether every byte has been read.
+    pub fn at_end(&self) -> bool {
+        self.pos == self.s.len()
+    }
+
+    /// Steps over `bytes` if the text continues with them exactly.
+    pub fn expect(&mut self, bytes: &[u8]) -> bool {
+        let found = self.s[self.pos..].starts_with(bytes);
+        if found {
+            self.pos += bytes.len();
+        }
+        found
+    }
+
+    pub fn peek(&self) -> Option<u8> {
+        self.s.get(self.pos).copied()
+    }
+
+    pub fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Moves `pos` to the next byte that ends or escapes a string (`"`, `\\`) or may not appear
+    /// in one (a control character), eight bytes at a time.
+    pub fn scan_string_body(&mut self) {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        while self.pos + 8 <= self.s.len() {
+            let v = u64::from_le_bytes(self.s[self.pos..self.pos + 8].try_into().expect("8 bytes"));
+            let quote = v ^ (ONES * u64::from(b'"'));
+            let slash = v ^ (ONES * u64::from(b'\\'));
+            // A byte is flagged when it is zero (after the xor) or below 0x20; the lowest flag
+            // is exact, which is all we use.
+            let hits = (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | v.wrapping_sub(ONES * 0x20) & !v) & HIGH;
+            if hits != 0 {
+                self.pos += (hits.trailing_zeros() / 8) as usize;
+                return;
+            }
+            self.pos += 8;
+        }
+        while let Some(&b) = self.s.get(self.pos) {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                return;
+            }
+            self.pos += 1;
+        }
+    }
+
+    pub fn error(&self, what: &str) -> String {
+        format!("invalid JSON: {what} at column {}", self.pos + 1)
+    }
+
+    /// A string starting at the opening quote; borrowed unless it has escapes.
+    pub fn string(&mut self) -> Result<Cow<'a, str>, String> {
+        self.pos += 1;
+        let start = self.pos;
+        loop {
+            self.scan_string_body();
+            let Some(&b) = self.s.get(self.pos) else {
+                return Err(self.error("EOF while parsing a string"));
+            };
+            match b {
+                b'"' => {
+                    let out = Cow::Borrowed(&self.text[start..self.pos]);
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                b'\\' => return self.escaped_string(start),
+                0..=0x1f => return Err(self.error("control character in a string")),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    pub fn escaped_string(&mut self, start: usize) -> Result<Cow<'a, str>, String> {
+        let mut out = String::from(&self.text[start..self.pos]);
+        loop {
+            let Some(&b) = self.s.get(self.pos) else {
+                return Err(self.error("EOF while parsing a string"));
+            };
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(Cow::Owned(out));
+                }
+                b'\\' => {
+                    self.pos += 1;
+                    let Some(&e) = self.s.get(self.pos) else {
+                        return Err(self.error("EOF while parsing a string"));
+                    };
+                    self.pos += 1;
+                    match e {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => {
+                            let c = self.unicode_escape()?;
+                            out.push(c);
+                        }
+                        _ => return Err(self.error("invalid escape")),
+                    }
+                }
+                0..=0x1f => return Err(self.error("control character in a string")),
+                _ => {
+                    let run_start = self.pos;
+                    while let Some(&c) = self.s.get(self.pos) {
+                        if c == b'"' || c == b'\\' || c < 0x20 {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                    out.push_str(&self.text[run_start..self.pos]);
+                }
+            }
+        }
+    }
+
+    pub fn hex4(&mut self) -> Result<u32, String> {
+        let digits = self.s.get(self.pos..self.pos + 4).ok_or_else(|| self.error("EOF while parsing a string"))?;
+        let mut v = 0u32;
+        for &d in digits {
+            let n = (d as char).to_digit(16).ok_or_else(|| self.error("invalid \\u escape"))?;
+            v = v * 16 + n;
+        }
+        self.pos += 4;
+        Ok(v)
+    }
+
+    pub fn unicode_escape(&mut self) -> Result<char, String> {
+        let first = self.hex4()?;
+        let code = if (0xD800..0xDC00).contains(&first) {
+            if self.s.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                return Err(self.error("lone leading surrogate in a \\u escape"));
+            }
+            self.pos += 2;
+            let second = self.hex4()?;
+            if !(0xDC00..0xE000).contains(&second) {
+                return Err(self.error("invalid trailing surrogate in a \\u escape"));
+            }
+            0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+        } else if (0xDC00..0xE000).contains(&first) {
+            return Err(self.error("lone trailing surrogate in a \\u escape"));
+        } else {
+            first
+        };
+        char::from_u32(code).ok_or_else(|| self.error("invalid \\u escape"))
+    }
+
+    pub fn literal(&mut self, word: &[u8]) -> Result<(), String> {
+        if self.s.get(self.pos..self.pos + word.len()) == Some(word) {
+            self.pos += word.len();
+            Ok(())
+        } else if self.s.len() - self.pos < word.len() && word.starts_with(&self.s[self.pos..]) {
+            Err(self.error("EOF while parsing a value"))
+        } else {
+            Err(self.error("expected a value"))
+        }
+    }
+
+    /// A number per RFC 8259; returns its text.
+    pub fn number(&mut self) -> Result<&'a str, String> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => self.digits(),
+            None => return Err(self.error("EOF while parsing a value")),
+            _ => return Err(self.error("invalid number")),
+        }
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                return Err(self.error("invalid number"));
+            }
+            self.digits();
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                return Err(self.error("invalid number"));
+            }
+            self.digits();
+        }
+        Ok(&self.text[start..self.pos])
+    }
+
+    pub fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    /// Walks an object from its `{`: `member` is called with each key when the parser stands
+    /// at that key's value, and must consume the value.
+    pub fn object(&mut self, mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>) -> Result<(), String> {
+        self.pos += 1;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b'"') => {}
+                None => return Err(self.error("EOF while parsing an object")),
+                _ => return Err(self.error("expected a field name")),
+            }
+            let key = self.string()?;
+            self.ws();
+            if self.peek() != Some(b':') {
+                return Err(self.error("expected `:`"));
+            }
+            self.pos += 1;
+            self.ws();
+            member(self, key)?;
+            if self.comma_or_close(b'}')? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// After a member or element: false past a comma, true past the closing bracket.
+    pub fn comma_or_close(&mut self, close: u8) -> Result<bool, String> {
+        self.ws();
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(c) if c == close => {
+                self.pos += 1;
+                Ok(true)
+            }
+            None if close == b'}' => Err(self.error("EOF while parsing an object")),
+            None => Err(self.error("EOF while parsing a list")),
+            _ if close == b'}' => Err(self.error("expected `,` or `}`")),
+            _ => Err(self.error("expected `,` or `]`")),
+        }
+    }
+
+    /// Validates and skips one value (objects and arrays recursively).
+    pub fn skip_value(&mut self, depth: usize) -> Result<(), String> {
+        if depth > MAX_DEPTH {
+            return Err(self.error("nested too deeply"));
+        }
+        match self.peek() {
+            Some(b'"') => {
+                self.skip_string()?;
+            }
+            Some(b'{') => self.object(|p, _| p.skip_value(depth + 1))?,
+            Some(b'[') => {
+                self.pos += 1;
+                self.ws();
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.ws();
+                    self.skip_value(depth + 1)?;
+                    if self.comma_or_close(b']')? {
+                        return Ok(());
+                    }
+                }
+            }
+            _ => self.skip_scalar()?,
+        }
+        Ok(())
+    }
+
+    /// Validates and skips a number, `true`, `false` or `null`.
+    pub fn skip_scalar(&mut self) -> Result<(), String> {
+        match self.peek() {
+            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            None => Err(self.error("EOF while parsing a value")),
+            _ => Err(self.error("expected a value")),
+        }
+    }
+
+    /// Like `string`, without building anything.
+    pub fn skip_string(&mut self) -> Result<(), String> {
+        self.pos += 1;
+        loop {
+            self.scan_string_body();
+            let Some(&b) = self.s.get(self.pos) else {
+                return Err(self.error("EOF while parsing a string"));
+            };
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                b'\\' => {
+                    self.pos += 1;
+                    match self.peek() {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 1,
+                        Some(b'u') => {
+                            self.pos += 1;
+                            self.unicode_escape()?;
+                        }
+                        None => return Err(self.error("EOF while parsing a string")),
+                        _ => return Err(self.error("invalid escape")),
+                    }
+                }
+                0..=0x1f => return Err(self.error("control character in a string")),
+                _ => self.pos += 1,
+            }
+        }
+    }
+}
