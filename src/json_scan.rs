@@ -321,6 +321,11 @@ impl<'a> Parser<'a> {
     /// Like `string`, without building anything.
     pub fn skip_string(&mut self) -> Result<(), String> {
         self.pos += 1;
+        self.skip_string_body()
+    }
+
+    /// Validates and skips the rest of a string whose opening quote is behind.
+    pub fn skip_string_body(&mut self) -> Result<(), String> {
         loop {
             self.scan_string_body();
             let Some(&b) = self.s.get(self.pos) else {

@@ -31,10 +31,11 @@ pub enum SummaryFormat {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let storage = Storage::new();
+    let (header, counts) = Manifest::summarize(&args.manifest.to_string(), storage.open(&args.manifest)?)?;
     let mut review = Review::default();
-    let header = Manifest::summarize(&args.manifest.to_string(), storage.open(&args.manifest)?, |signature, decision| {
-        review.add(signature, decision)
-    })?;
+    for (signature, counts) in counts {
+        review.add_counts(signature, &counts);
+    }
     let text = match args.format {
         SummaryFormat::Table => report::review::table(&review, &header),
         SummaryFormat::Markdown => report::review::markdown(&review, &header),

@@ -2,6 +2,7 @@
 //! the approval: `manifest_sha256` seals every header field, and through `entries_sha256` the
 //! entries, so `execute` runs exactly what a reviewer saw or nothing.
 
+mod entry_scan;
 mod read;
 mod write;
 
@@ -254,13 +255,12 @@ mod tests {
         refused(text[..text.len() - 10].to_string(), "altered or truncated");
         refused(String::new(), "not a dlqf manifest header");
 
-        // Show's one pass checks the same and hands out each entry's signature and decision.
-        let mut seen = Vec::new();
-        let header = Manifest::summarize("m", text.as_bytes(), |signature, decision| seen.push((signature, decision))).unwrap();
+        // Show's one pass checks the same and counts the decisions per signature.
+        let (header, seen) = Manifest::summarize("m", text.as_bytes()).unwrap();
         assert_eq!(header.manifest_sha256, digest);
-        let r = || Signature(vec![("r".into(), "x".into())]);
-        assert_eq!(seen, [(r(), Decision::Replay), (r(), Decision::PoisonUncleared), (r(), Decision::Replay)]);
+        let r = Signature(vec![("r".into(), "x".into())]);
+        assert_eq!(seen, [(r, DecisionCounts { replay: 2, poison_attempts: 0, poison_uncleared: 1 })]);
         let truncated = &text[..text.len() - 10];
-        assert!(format!("{:#}", Manifest::summarize("m", truncated.as_bytes(), |_, _| {}).unwrap_err()).contains("altered or truncated"));
+        assert!(format!("{:#}", Manifest::summarize("m", truncated.as_bytes()).unwrap_err()).contains("altered or truncated"));
     }
 }

@@ -5,12 +5,11 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use anyhow::{bail, Context, Result};
-use serde::de::IgnoredAny;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{hex, manifest_digest, Decision, DecisionCounts, Entry, Header, FORMAT};
+use super::entry_scan::EntryChecker;
+use super::{hex, manifest_digest, DecisionCounts, Entry, Header, FORMAT};
 use crate::lines::LineBlocks;
 use crate::signature::Signature;
 use crate::temp::TempFile;
@@ -26,20 +25,6 @@ pub struct Manifest {
     entries_at: u64,
 }
 
-/// What verification reads of each entry: every field an entry needs (so a run never stops
-/// half way on a bad one), and its decision for the counts.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct EntryCheck {
-    key: String,
-    decision: Decision,
-    signature: Signature,
-    id: String,
-    attempts: i64,
-    max_attempts: i64,
-    record: IgnoredAny,
-}
-
 impl Manifest {
     /// Reads the manifest once, copying it aside while checking that the header matches its
     /// `manifest_sha256` (and that this is `expected`, the reviewed digest, when given), the
@@ -49,15 +34,16 @@ impl Manifest {
         let name = name.to_string();
         let copy = private_file()?;
         let mut writer = BufWriter::with_capacity(1 << 20, &copy);
-        let (header, entries_at) = verify(&name, source, expected, Some(&mut writer), |_, _| {})?;
+        let (header, entries_at, _) = verify(&name, source, expected, Some(&mut writer))?;
         drop(writer);
         Ok(Manifest { header, name, copy, entries_at })
     }
 
-    /// Checks a manifest as `open_verified` does, in one pass that keeps nothing: `each` gets
-    /// every entry's signature and decision (for `show`). Returns the header.
-    pub fn summarize(name: &str, source: impl Read, each: impl FnMut(Signature, Decision)) -> Result<Header> {
-        verify(name, source, None, None, each).map(|(header, _)| header)
+    /// Checks a manifest as `open_verified` does, in one pass that keeps nothing. Returns the
+    /// header and the entries' counts per signature (for `show`; a signature may come more
+    /// than once, its counts to be added).
+    pub fn summarize(name: &str, source: impl Read) -> Result<(Header, Vec<(Signature, DecisionCounts)>)> {
+        verify(name, source, None, None).map(|(header, _, counts)| (header, counts))
     }
 
     /// The entries in order, read from the verified copy.
@@ -76,15 +62,9 @@ const BLOCK_BYTES: usize = 4 << 20;
 
 /// The one pass over a manifest: the header checked against its seal (and `expected`), then
 /// the entries in blocks of whole lines, hashed on a second thread while this one copies them
-/// to `copy` and parses each (handing its signature and decision to `each`). Returns the
-/// header and where the entries start.
-fn verify(
-    name: &str,
-    source: impl Read,
-    expected: Option<&str>,
-    mut copy: Option<&mut dyn Write>,
-    mut each: impl FnMut(Signature, Decision),
-) -> Result<(Header, u64)> {
+/// to `copy` and checks each. Returns the header, where the entries start and the entries'
+/// counts per signature.
+fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Option<&mut dyn Write>) -> Result<(Header, u64, Vec<(Signature, DecisionCounts)>)> {
     let mut reader = BufReader::with_capacity(1 << 20, source);
     let read_error = || format!("{name}: cannot read");
     let copy_error = || format!("{name}: cannot copy the manifest aside (to {})", std::env::temp_dir().display());
@@ -107,6 +87,7 @@ fn verify(
     let mut lines = 0u64;
     let mut counts = DecisionCounts::default();
     let mut unreadable: Option<String> = None;
+    let mut checker = EntryChecker::default();
     let digest = std::thread::scope(|scope| -> Result<String> {
         let (to_hash, blocks) = std::sync::mpsc::sync_channel::<std::sync::Arc<Vec<u8>>>(4);
         let hasher = scope.spawn(move || {
@@ -124,13 +105,15 @@ fn verify(
             if let Some(copy) = copy.as_mut() {
                 copy.write_all(&block).with_context(copy_error)?;
             }
-            for line in block.split_inclusive(|&b| b == b'\n') {
+            // Valid UTF-8 as a whole, the block's lines can go to the scanner as text.
+            let text = simdutf8::basic::from_utf8(&block).ok();
+            let mut start = 0;
+            while start < block.len() {
+                let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
                 lines += 1;
-                match serde_json::from_slice::<EntryCheck>(line) {
-                    Ok(entry) if line.ends_with(b"\n") => {
-                        counts.add(entry.decision);
-                        each(entry.signature, entry.decision);
-                    }
+                let line = &block[start..end];
+                match checker.check(line, text.map(|t| &t[start..end])) {
+                    Ok(decision) if end < block.len() => counts.add(decision),
                     Ok(_) => {
                         unreadable.get_or_insert_with(|| format!("{name}:{}: the last entry has no newline", lines + 1));
                     }
@@ -138,6 +121,7 @@ fn verify(
                         unreadable.get_or_insert_with(|| format!("{name}:{}: not a manifest entry ({e})", lines + 1));
                     }
                 }
+                start = end + 1;
             }
         }
         drop(to_hash);
@@ -162,7 +146,7 @@ fn verify(
     if counts != header.counts {
         bail!("{name}: the header's counts ({}) do not match the entries ({}); nothing was sent", header.counts, counts);
     }
-    Ok((header, first.len() as u64))
+    Ok((header, first.len() as u64, checker.into_counts().collect()))
 }
 
 /// Parses and checks the header line against its own seal.
