@@ -14,6 +14,9 @@ use crate::lines::LineBlocks;
 use crate::signature::Signature;
 use crate::temp::TempFile;
 
+/// Decision counts per signature.
+pub type SignatureCounts = Vec<(Signature, DecisionCounts)>;
+
 /// A verified manifest: its header, and its entries as they were when verified.
 pub struct Manifest {
     pub header: Header,
@@ -42,7 +45,7 @@ impl Manifest {
     /// Checks a manifest as `open_verified` does, in one pass that keeps nothing. Returns the
     /// header and the entries' counts per signature (for `show`; a signature may come more
     /// than once, its counts to be added).
-    pub fn summarize(name: &str, source: impl Read) -> Result<(Header, Vec<(Signature, DecisionCounts)>)> {
+    pub fn summarize(name: &str, source: impl Read) -> Result<(Header, SignatureCounts)> {
         verify(name, source, None, None).map(|(header, _, counts)| (header, counts))
     }
 
@@ -64,7 +67,7 @@ const BLOCK_BYTES: usize = 4 << 20;
 /// the entries in blocks of whole lines, hashed on a second thread while this one copies them
 /// to `copy` and checks each. Returns the header, where the entries start and the entries'
 /// counts per signature.
-fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Option<&mut dyn Write>) -> Result<(Header, u64, Vec<(Signature, DecisionCounts)>)> {
+fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Option<&mut dyn Write>) -> Result<(Header, u64, SignatureCounts)> {
     let mut reader = BufReader::with_capacity(1 << 20, source);
     let read_error = || format!("{name}: cannot read");
     let copy_error = || format!("{name}: cannot copy the manifest aside (to {})", std::env::temp_dir().display());
