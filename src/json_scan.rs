@@ -10,12 +10,109 @@ pub struct Parser<'a> {
     s: &'a [u8],
     text: &'a str,
     pos: usize,
+    kernel: Kernel,
+}
+
+/// The code that finds the end of a string's plain run: chosen once, at run time, from the
+/// CPU's features (`DLQF_SIMD=portable` forces the portable one). Both find the same byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Eight bytes at a time in a `u64`, on any CPU.
+    Portable,
+    /// 32 bytes at a time, on x86-64 CPUs with AVX2.
+    Avx2,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs, unless `DLQF_SIMD=portable` says otherwise.
+    pub fn detected() -> Kernel {
+        static DETECTED: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            if std::env::var_os("DLQF_SIMD").is_some_and(|v| v == "portable") {
+                return Kernel::Portable;
+            }
+            Kernel::available().last().copied().unwrap_or(Kernel::Portable)
+        })
+    }
+
+    /// Every kernel this CPU can run, portable first.
+    pub fn available() -> Vec<Kernel> {
+        let mut kernels = vec![Kernel::Portable];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            kernels.push(Kernel::Avx2);
+        }
+        kernels
+    }
+}
+
+/// From `pos`, the first byte that is `"`, `\\` or below 0x20 (or the end), eight bytes at a
+/// time.
+fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while pos + 8 <= s.len() {
+        let v = u64::from_le_bytes(s[pos..pos + 8].try_into().expect("8 bytes"));
+        let quote = v ^ (ONES * u64::from(b'"'));
+        let slash = v ^ (ONES * u64::from(b'\\'));
+        // A byte is flagged when it is zero (after the xor) or below 0x20; the lowest flag is
+        // exact, which is all we use.
+        let hits = (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | v.wrapping_sub(ONES * 0x20) & !v) & HIGH;
+        if hits != 0 {
+            return pos + (hits.trailing_zeros() / 8) as usize;
+        }
+        pos += 8;
+    }
+    while let Some(&b) = s.get(pos) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return pos;
+        }
+        pos += 1;
+    }
+    pos
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// From `pos`, 32 bytes at a time: the first byte that is `"`, `\\` or below 0x20 and
+    /// true, or where fewer than 32 bytes are left and false.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn string_stop(s: &[u8], mut pos: usize) -> (usize, bool) {
+        let quote = _mm256_set1_epi8(b'"' as i8);
+        let slash = _mm256_set1_epi8(b'\\' as i8);
+        let control = _mm256_set1_epi8(0x1f);
+        while pos + 32 <= s.len() {
+            // SAFETY: the 32 bytes from `pos` are inside `s`; loadu takes any alignment.
+            let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(pos).cast()) };
+            // max(v, 0x1f) == 0x1f exactly when v <= 0x1f, unsigned.
+            let below = _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control);
+            let hits = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, slash)), below);
+            let mask = _mm256_movemask_epi8(hits) as u32;
+            if mask != 0 {
+                return (pos + mask.trailing_zeros() as usize, true);
+            }
+            pos += 32;
+        }
+        (pos, false)
+    }
 }
 
 impl<'a> Parser<'a> {
-    /// A parser at the start of `text`.
+    /// A parser at the start of `text`, with the kernel this CPU runs best.
     pub fn new(text: &'a str) -> Parser<'a> {
-        Parser { s: text.as_bytes(), text, pos: 0 }
+        Parser { s: text.as_bytes(), text, pos: 0, kernel: Kernel::detected() }
+    }
+
+    /// A parser at the start of `text` that scans strings with `kernel` (one of
+    /// `Kernel::available()`).
+    pub fn with_kernel(text: &'a str, kernel: Kernel) -> Parser<'a> {
+        assert!(Kernel::available().contains(&kernel), "{kernel:?} does not run on this CPU");
+        Parser { s: text.as_bytes(), text, pos: 0, kernel }
     }
 
     /// Where the parser stands, in bytes from the start.
@@ -48,29 +145,18 @@ impl<'a> Parser<'a> {
     }
 
     /// Moves `pos` to the next byte that ends or escapes a string (`"`, `\\`) or may not appear
-    /// in one (a control character), eight bytes at a time.
+    /// in one (a control character): 32 bytes at a time with AVX2, else eight.
     pub fn scan_string_body(&mut self) {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        while self.pos + 8 <= self.s.len() {
-            let v = u64::from_le_bytes(self.s[self.pos..self.pos + 8].try_into().expect("8 bytes"));
-            let quote = v ^ (ONES * u64::from(b'"'));
-            let slash = v ^ (ONES * u64::from(b'\\'));
-            // A byte is flagged when it is zero (after the xor) or below 0x20; the lowest flag
-            // is exact, which is all we use.
-            let hits = (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | v.wrapping_sub(ONES * 0x20) & !v) & HIGH;
-            if hits != 0 {
-                self.pos += (hits.trailing_zeros() / 8) as usize;
+        #[cfg(target_arch = "x86_64")]
+        if self.kernel == Kernel::Avx2 {
+            // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
+            let (pos, found) = unsafe { avx2::string_stop(self.s, self.pos) };
+            self.pos = pos;
+            if found {
                 return;
             }
-            self.pos += 8;
         }
-        while let Some(&b) = self.s.get(self.pos) {
-            if b == b'"' || b == b'\\' || b < 0x20 {
-                return;
-            }
-            self.pos += 1;
-        }
+        self.pos = string_stop_portable(self.s, self.pos);
     }
 
     pub fn error(&self, what: &str) -> String {
@@ -352,5 +438,59 @@ impl<'a> Parser<'a> {
                 _ => self.pos += 1,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stop byte every kernel finds, from every start, in text where stops are rare and
+    /// where they are everywhere: all agree with a byte-by-byte search.
+    #[test]
+    fn every_kernel_finds_the_same_stop_byte() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..400 {
+            let len = (random() % 200) as usize;
+            // Mostly plain bytes (ASCII and UTF-8 high bytes); a stop byte one time in `rarity`.
+            let rarity = [4, 40, 400][round % 3];
+            let text: Vec<u8> = (0..len)
+                .map(|_| match random() % rarity {
+                    0 => [b'"', b'\\', 0x00, 0x1f, b'\n'][(random() % 5) as usize],
+                    _ => [b'a', b' ', 0x20, 0x7f, 0x80, 0xc3, 0xff, b'!', b'#', b'['][(random() % 10) as usize],
+                })
+                .collect();
+            for start in 0..=len {
+                let want = (start..len).find(|&i| text[i] == b'"' || text[i] == b'\\' || text[i] < 0x20).unwrap_or(len);
+                assert_eq!(string_stop_portable(&text, start), want, "portable, from {start} in {text:?}");
+                #[cfg(target_arch = "x86_64")]
+                if Kernel::available().contains(&Kernel::Avx2) {
+                    // SAFETY: the CPU has AVX2.
+                    let (pos, found) = unsafe { avx2::string_stop(&text, start) };
+                    if found {
+                        assert_eq!(pos, want, "avx2, from {start} in {text:?}");
+                    } else {
+                        assert!(len - pos < 32 && want >= pos, "avx2 stopped early, from {start} in {text:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_portable_kernel_can_be_forced() {
+        let text = "\"a plain string that is longer than thirty-two bytes, with a stop here\"";
+        for kernel in Kernel::available() {
+            let mut p = Parser::with_kernel(text, kernel);
+            assert_eq!(p.string().unwrap(), &text[1..text.len() - 1]);
+            assert!(p.at_end());
+        }
+        assert_eq!(Kernel::available()[0], Kernel::Portable);
     }
 }

@@ -2,25 +2,40 @@
 //! line's syntax like a full parser, but never builds values it does not need.
 
 use super::layout::Cell;
-use crate::json_scan::Parser;
+use crate::json_scan::{Kernel, Parser};
 
 /// Parses lines as JSON objects: fields named in `names` are stored in `cells` (same index),
 /// everything else is validated and skipped. Lines must be valid UTF-8 already.
 ///
 /// Picks named fields from many lines. Lines of one dump repeat their key order, so the key
-/// seen at each position last time is tried first: one comparison instead of a search.
+/// seen at each position last time is tried first, as it was written: one comparison of
+/// bytes instead of scanning the key and searching for it.
 pub struct FieldPicker<'n> {
     names: &'n [String],
-    order: Vec<(String, Option<usize>)>,
+    order: Vec<SeenKey>,
+    kernel: Kernel,
+}
+
+/// The key seen at a position of the last line, and the cell it fills (if any).
+struct SeenKey {
+    key: String,
+    /// The key in quotes, when that is how JSON spells it (nothing in it needs escaping).
+    quoted: Option<Vec<u8>>,
+    slot: Option<usize>,
 }
 
 impl<'n> FieldPicker<'n> {
     pub fn new(names: &'n [String]) -> FieldPicker<'n> {
-        FieldPicker { names, order: Vec::new() }
+        FieldPicker::with_kernel(names, Kernel::detected())
+    }
+
+    /// A picker whose parser scans strings with `kernel` (one of `Kernel::available()`).
+    pub fn with_kernel(names: &'n [String], kernel: Kernel) -> FieldPicker<'n> {
+        FieldPicker { names, order: Vec::new(), kernel }
     }
 
     pub fn pick<'a>(&mut self, line: &'a str, cells: &mut [Cell<'a>]) -> Result<(), String> {
-        let mut p = Parser::new(line);
+        let mut p = Parser::with_kernel(line, self.kernel);
         p.ws();
         let kind = match p.peek() {
             Some(b'{') => None,
@@ -40,30 +55,56 @@ impl<'n> FieldPicker<'n> {
             }
             return Err(format!("expected a JSON object, got {kind}"));
         }
-        let (names, order) = (self.names, &mut self.order);
-        let mut position = 0;
-        p.object(|p, key| {
-            let slot = match order.get(position) {
-                Some((seen, slot)) if *seen == key => *slot,
-                _ => {
-                    let slot = names.iter().position(|n| *n == key);
-                    order.truncate(position);
-                    order.push((key.to_string(), slot));
-                    slot
-                }
-            };
-            position += 1;
-            match slot {
-                Some(i) => {
-                    cells[i] = value(p)?;
-                    Ok(())
-                }
-                None => p.skip_value(0),
-            }
-        })?;
+        self.members(&mut p, cells)?;
         p.ws();
         if !p.at_end() {
             return Err(p.error("trailing characters"));
+        }
+        Ok(())
+    }
+
+    /// The object's members, from its `{` to its `}` (as `Parser::object` walks them).
+    fn members<'a>(&mut self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String> {
+        p.expect(b"{");
+        p.ws();
+        if p.expect(b"}") {
+            return Ok(());
+        }
+        for position in 0.. {
+            p.ws();
+            let slot = match self.order.get(position) {
+                Some(SeenKey { quoted: Some(quoted), slot, .. }) if p.expect(quoted) => *slot,
+                _ => {
+                    match p.peek() {
+                        Some(b'"') => {}
+                        None => return Err(p.error("EOF while parsing an object")),
+                        _ => return Err(p.error("expected a field name")),
+                    }
+                    let key = p.string()?;
+                    match self.order.get(position) {
+                        Some(seen) if seen.key == key => seen.slot,
+                        _ => {
+                            let slot = self.names.iter().position(|n| *n == key);
+                            let quoted = (!key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)).then(|| format!("\"{key}\"").into_bytes());
+                            self.order.truncate(position);
+                            self.order.push(SeenKey { key: key.into_owned(), quoted, slot });
+                            slot
+                        }
+                    }
+                }
+            };
+            p.ws();
+            if !p.expect(b":") {
+                return Err(p.error("expected `:`"));
+            }
+            p.ws();
+            match slot {
+                Some(i) => cells[i] = value(p)?,
+                None => p.skip_value(0)?,
+            }
+            if p.comma_or_close(b'}')? {
+                break;
+            }
         }
         Ok(())
     }
@@ -135,8 +176,19 @@ mod tests {
         )
     }
 
+    /// Picks with a fresh picker on every kernel this CPU runs; they must agree.
     fn pick_fields<'a>(line: &'a str, names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
-        FieldPicker::new(names).pick(line, cells)
+        let mut results = Kernel::available().into_iter().map(|kernel| {
+            let mut picked = cells.to_vec();
+            let result = FieldPicker::with_kernel(names, kernel).pick(line, &mut picked);
+            (result, picked)
+        });
+        let (result, picked) = results.next().expect("the portable kernel");
+        for (other, other_picked) in results {
+            assert_eq!((&other, &other_picked), (&result, &picked), "kernels disagree on {line:?}");
+        }
+        cells.clone_from_slice(&picked);
+        result
     }
 
     /// Checks one line with a picker that has seen the lines before it (so the key-order
@@ -203,15 +255,17 @@ mod tests {
         let bytes = base.as_bytes();
         let alphabet = b"{}[]\",:\\ 0-1eE.tfnu\tabcz";
         let names = names(&["a", "b", "c"]);
-        let mut shared = FieldPicker::new(&names);
-        for i in 0..bytes.len() {
-            for &r in alphabet {
-                let mut m = bytes.to_vec();
-                m[i] = r;
-                if let Ok(s) = std::str::from_utf8(&m) {
-                    check(s);
-                    check_with(&mut shared, s);
-                    check_with(&mut shared, base);
+        for kernel in Kernel::available() {
+            let mut shared = FieldPicker::with_kernel(&names, kernel);
+            for i in 0..bytes.len() {
+                for &r in alphabet {
+                    let mut m = bytes.to_vec();
+                    m[i] = r;
+                    if let Ok(s) = std::str::from_utf8(&m) {
+                        check(s);
+                        check_with(&mut shared, s);
+                        check_with(&mut shared, base);
+                    }
                 }
             }
         }
