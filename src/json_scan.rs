@@ -10,6 +10,8 @@ pub struct Parser<'a> {
     s: &'a [u8],
     text: &'a str,
     pos: usize,
+    // Only x86-64 has a kernel other than the portable one to choose.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     kernel: Kernel,
 }
 
@@ -35,14 +37,20 @@ impl Kernel {
         })
     }
 
+    /// Whether this CPU runs the kernel (a cached feature test).
+    pub fn runs_here(self) -> bool {
+        match self {
+            Kernel::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Kernel::Avx2 => false,
+        }
+    }
+
     /// Every kernel this CPU can run, portable first.
     pub fn available() -> Vec<Kernel> {
-        let mut kernels = vec![Kernel::Portable];
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            kernels.push(Kernel::Avx2);
-        }
-        kernels
+        [Kernel::Portable, Kernel::Avx2].into_iter().filter(|k| k.runs_here()).collect()
     }
 }
 
@@ -111,7 +119,7 @@ impl<'a> Parser<'a> {
     /// A parser at the start of `text` that scans strings with `kernel` (one of
     /// `Kernel::available()`).
     pub fn with_kernel(text: &'a str, kernel: Kernel) -> Parser<'a> {
-        assert!(Kernel::available().contains(&kernel), "{kernel:?} does not run on this CPU");
+        assert!(kernel.runs_here(), "{kernel:?} does not run on this CPU");
         Parser { s: text.as_bytes(), text, pos: 0, kernel }
     }
 
@@ -275,7 +283,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A number per RFC 8259; returns its text.
+    /// A number per RFC 8259 that a double can hold; returns its text.
     pub fn number(&mut self) -> Result<&'a str, String> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
@@ -304,7 +312,14 @@ impl<'a> Parser<'a> {
             }
             self.digits();
         }
-        Ok(&self.text[start..self.pos])
+        let text = &self.text[start..self.pos];
+        // Like serde_json, refuse a number too large for a double (`1e400`); an integer of up
+        // to 18 digits always fits.
+        let plain_integer = self.pos - start <= 18 && !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'));
+        if !plain_integer && !text.parse::<f64>().is_ok_and(f64::is_finite) {
+            return Err(self.error("number out of range"));
+        }
+        Ok(text)
     }
 
     pub fn digits(&mut self) {

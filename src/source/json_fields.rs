@@ -117,8 +117,9 @@ fn value<'a>(p: &mut Parser<'a>) -> Result<Cell<'a>, String> {
         Some(b'-' | b'0'..=b'9') => {
             let text = p.number()?;
             match text.parse::<i64>() {
-                Ok(v) => Cell::Int(v),
-                Err(_) => Cell::Float(text.parse().map_err(|_| p.error("invalid number"))?),
+                // serde_json reads `-0` as the double -0.0.
+                Ok(v) if text != "-0" => Cell::Int(v),
+                _ => Cell::Float(text.parse().map_err(|_| p.error("invalid number"))?),
             }
         }
         Some(b't') => {
@@ -239,6 +240,10 @@ mod tests {
             r#"{"a":[1,2"#,
             r#"{"z":nul}"#,
             r#"{"a":1e5,"b":1E-2,"c":-7}"#,
+            r#"{"a":-0,"b":-0.0,"c":0}"#,
+            r#"{"a":1e400}"#,
+            r#"{"z":[1e-400,-1E+309]}"#,
+            r#"{"b":123456789012345678901234567890}"#,
         ] {
             check(line);
         }
@@ -266,6 +271,44 @@ mod tests {
                         check_with(&mut shared, s);
                         check_with(&mut shared, base);
                     }
+                }
+            }
+        }
+    }
+
+    /// Every truncation and every single-byte mutation (each byte replaced by each other
+    /// value, where the line stays UTF-8) of real dump lines, on every kernel: the same valid
+    /// lines and the same fields as serde_json.
+    #[test]
+    fn agrees_with_serde_json_on_every_truncation_and_byte_mutation_of_real_lines() {
+        let envelope = include_str!("../../sample_data/envelope/dlq.jsonl").lines().next().expect("a line");
+        let vision = r#"{"capture_id":"cap-09bc585a244823f2","store_id":"zürich-hb-03","fixture_id":"fx-zürich-hb-03-28","planogram_id":"pg-0005","image_uri":"s3://vision-captures/zürich-hb-03/2026/10/21/cap-09bc585a244823f2.jpg","stage":"inference","reject_reason":"timeout","registry_revision":"det-v8.0","capture_timestamp":"2026-10-21T11:29:24Z","attempts":1,"trace_id":"851f977347ed6db7aa47e31c02e78edc"}"#;
+        for (line, fields) in [
+            (envelope, &["id", "original_topic", "error_type", "error_message", "retry_count", "original_value", "first_failed_at"][..]),
+            (vision, &["capture_id", "stage", "reject_reason", "registry_revision", "capture_timestamp", "attempts"][..]),
+        ] {
+            let names = names(fields);
+            let agree = |text: &str, picker: &mut FieldPicker| {
+                let mut cells = vec![Cell::Missing; names.len()];
+                let ours = picker.pick(text, &mut cells).ok().map(|_| cells.clone());
+                assert_eq!(ours, reference(text, &names), "line: {text:?}");
+            };
+            for kernel in Kernel::available() {
+                let mut picker = FieldPicker::with_kernel(&names, kernel);
+                agree(line, &mut picker);
+                for cut in (0..line.len()).filter(|&c| line.is_char_boundary(c)) {
+                    agree(&line[..cut], &mut picker);
+                }
+                let bytes = line.as_bytes();
+                let mut mutated = bytes.to_vec();
+                for i in 0..bytes.len() {
+                    for r in (0..=255u8).filter(|&r| r != bytes[i]) {
+                        mutated[i] = r;
+                        if let Ok(text) = std::str::from_utf8(&mutated) {
+                            agree(text, &mut picker);
+                        }
+                    }
+                    mutated[i] = bytes[i];
                 }
             }
         }
