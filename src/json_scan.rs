@@ -54,6 +54,17 @@ impl Kernel {
     }
 }
 
+/// Whether `text` holds a byte JSON must escape in a string (`"`, `\\`, a control character).
+pub fn needs_escape(text: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if Kernel::detected() == Kernel::Avx2 {
+        // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
+        let (pos, found) = unsafe { avx2::string_stop(text, 0) };
+        return found || string_stop_portable(text, pos) < text.len();
+    }
+    string_stop_portable(text, 0) < text.len()
+}
+
 /// From `pos`, the first byte that is `"`, `\\` or below 0x20 (or the end), eight bytes at a
 /// time.
 fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {

@@ -186,13 +186,13 @@ impl<'a> Planner<'a> {
 #[allow(clippy::too_many_arguments)]
 fn write_entry(out: &mut Vec<u8>, key: &str, decision: Decision, signature_json: &[u8], id: &str, attempts: i64, max_attempts: i64, record: &Record) {
     out.extend_from_slice(b"{\"key\":");
-    write_json_string(out, key);
+    crate::values::write_json_string(out, key);
     out.extend_from_slice(b",\"decision\":\"");
     out.extend_from_slice(decision.name().as_bytes());
     out.extend_from_slice(b"\",\"signature\":");
     out.extend_from_slice(signature_json);
     out.extend_from_slice(b",\"id\":");
-    write_json_string(out, id);
+    crate::values::write_json_string(out, id);
     out.extend_from_slice(b",\"attempts\":");
     out.extend_from_slice(itoa::Buffer::new().format(attempts).as_bytes());
     out.extend_from_slice(b",\"max_attempts\":");
@@ -203,17 +203,6 @@ fn write_entry(out: &mut Vec<u8>, key: &str, decision: Decision, signature_json:
         Record::Object(map) => serde_json::to_writer(&mut *out, map).expect("records serialise"),
     }
     out.extend_from_slice(b"}\n");
-}
-
-/// A string as serde_json writes it: copied when nothing in it needs escaping.
-fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        serde_json::to_writer(&mut *out, s).expect("strings serialise");
-    } else {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    }
 }
 
 #[cfg(test)]

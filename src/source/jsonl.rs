@@ -186,7 +186,7 @@ mod tests {
             .iter("t")
             .map(|c| match c.unwrap() {
                 Piece::Chunk(_, bytes) => bytes,
-                Piece::Group(_) => unreachable!(),
+                Piece::Group(_) | Piece::Slice(_) => unreachable!(),
             })
             .collect();
         assert!(parts.len() > 100);

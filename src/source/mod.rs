@@ -7,12 +7,15 @@ pub mod json_fields;
 mod jsonl;
 pub mod layout;
 mod parquet;
+mod parquet_json;
 mod rows;
 mod table;
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use polars::prelude::DataFrame;
 use rayon::prelude::*;
 
 pub use json_fields::FieldPicker;
@@ -230,6 +233,38 @@ enum Pieces<'s> {
 enum Piece {
     Chunk(usize, Vec<u8>),
     Group(Group),
+    /// Rows of a loaded row group (every column), for readers of whole records: a group is
+    /// decoded in slices so the records built from it at once stay few.
+    Slice(RecordSlice),
+}
+
+struct RecordSlice {
+    group: Arc<DataFrame>,
+    index: usize,
+    offset: usize,
+    rows: usize,
+    /// The slice's share of the group's bytes, for progress.
+    bytes: u64,
+}
+
+/// Rows of a row group decoded as one slice when reading whole records.
+const SLICE_ROWS: usize = 16_384;
+
+/// A row group's rows in slices of `SLICE_ROWS`, for readers of whole records.
+fn record_slices(source: &ParquetSource, group: Group) -> Vec<Result<Piece>> {
+    let df = match source.load(group, None) {
+        Ok(df) => Arc::new(df),
+        Err(e) => return vec![Err(e)],
+    };
+    let height = df.height();
+    (0..height)
+        .step_by(SLICE_ROWS)
+        .map(|offset| {
+            let rows = SLICE_ROWS.min(height - offset);
+            let bytes = group.bytes * rows as u64 / height as u64;
+            Ok(Piece::Slice(RecordSlice { group: df.clone(), index: group.index, offset, rows, bytes }))
+        })
+        .collect()
 }
 
 impl Piece {
@@ -237,6 +272,7 @@ impl Piece {
         match self {
             Piece::Chunk(index, _) => *index,
             Piece::Group(group) => group.index,
+            Piece::Slice(slice) => slice.index,
         }
     }
 
@@ -245,6 +281,7 @@ impl Piece {
         match self {
             Piece::Chunk(_, bytes) => bytes.len() as u64,
             Piece::Group(group) => group.bytes,
+            Piece::Slice(slice) => slice.bytes,
         }
     }
 }
@@ -279,6 +316,10 @@ impl Scan<'_> {
                 let columns = (!records).then_some(self.layout.columns.as_slice());
                 let df = source.load(group, columns)?;
                 parquet::decode(&self.rows(), &df, records, accept)
+            }
+            (Pieces::Groups(..), Piece::Slice(slice)) => {
+                let rows = slice.group.slice(slice.offset as i64, slice.rows);
+                parquet::decode(&self.rows(), &rows, records, accept)
             }
             _ => unreachable!("pieces come from their own input"),
         }
@@ -355,7 +396,7 @@ impl Scan<'_> {
             let pieces = self.pieces(&opener, input)?;
             let mut all: Box<dyn Iterator<Item = Result<Piece>> + '_> = match &pieces {
                 Pieces::Lines(chunks) => Box::new(chunks.iter(&input.display)),
-                Pieces::Groups(_, groups) => Box::new(groups.iter().map(|g| Ok(Piece::Group(*g)))),
+                Pieces::Groups(source, groups) => Box::new(groups.iter().flat_map(|g| record_slices(source, *g))),
             };
             let mut piece_tallies = Vec::new();
             loop {

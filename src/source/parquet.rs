@@ -13,8 +13,8 @@ use polars::prelude::{
     BooleanChunked, DataFrame, DataType, FileMetadata, Float64Chunked, Int64Chunked, Int64Type, ParallelStrategy, ParquetReader,
     PolarsDataType, SerReader, StaticArray, StringChunked, StringType, TimeUnit,
 };
-use serde_json::Map;
 
+use super::parquet_json::RowWriter;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::Input;
 use super::layout::{push_part, Cell, RowFacts};
@@ -99,11 +99,14 @@ impl<'s> ParquetSource<'s> {
             names.iter().filter(|n| rg.columns_under_root_iter(n).is_some()).cloned().collect::<Vec<_>>()
         });
         let corrupt = || format!("{}: corrupt row group at row {}", self.display, group.offset + 1);
+        // A whole group (for records) is loaded while nothing else decodes: its columns in
+        // parallel. Groups of a few columns are decoded side by side instead.
+        let parallel = if columns.is_none() { ParallelStrategy::Columns } else { ParallelStrategy::None };
         let single = self.single[group.index].clone();
         match &self.read {
             Read::Local(path) => {
                 let file = File::open(path).with_context(|| format!("{}: cannot open", self.display))?;
-                let mut reader = ParquetReader::new(file).with_columns(present).read_parallel(ParallelStrategy::None);
+                let mut reader = ParquetReader::new(file).with_columns(present).read_parallel(parallel);
                 reader.set_metadata(single);
                 reader.finish().with_context(corrupt)
             }
@@ -114,7 +117,7 @@ impl<'s> ParquetSource<'s> {
                     None => rg.byte_ranges_iter().collect(),
                 };
                 let file = Sparse::fetch(storage, location, *size, &ranges)?;
-                let mut reader = ParquetReader::new(Cursor::new(file)).with_columns(present).read_parallel(ParallelStrategy::None);
+                let mut reader = ParquetReader::new(Cursor::new(file)).with_columns(present).read_parallel(parallel);
                 reader.set_metadata(single);
                 reader.finish().with_context(corrupt)
             }
@@ -176,35 +179,15 @@ impl AsRef<[u8]> for Sparse {
 /// object when `records` (then `df` must hold every column).
 pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
     let columns = rows.layout.columns.iter().map(|name| Column::from_frame(df, name)).collect::<Result<Vec<_>>>()?;
-    let all: Vec<(String, polars::prelude::Series)> = if records {
-        df.columns()
-            .iter()
-            .map(|c| {
-                let s = c.as_materialized_series();
-                let s = match s.dtype() {
-                    DataType::Categorical(..) | DataType::Enum(..) => s.cast(&DataType::String)?,
-                    _ => s.clone(),
-                };
-                Ok((c.name().to_string(), s))
-            })
-            .collect::<Result<_>>()?
-    } else {
-        Vec::new()
-    };
-    let record = |i: usize| -> Result<Record<'static>> {
-        let mut object = Map::new();
-        for (name, series) in &all {
-            object.insert(name.clone(), crate::values::to_json(series.get(i)?));
-        }
-        Ok(Record::Object(object))
-    };
+    let writer = records.then(|| RowWriter::new(df)).transpose()?;
+    let mut json = Vec::new();
     let direct = Direct::new(rows, &columns);
     let mut key = Vec::with_capacity(128);
     let mut cells: Vec<Cell> = Vec::with_capacity(columns.len());
     let mut tally = PieceTally { lines: df.height() as u64, ..PieceTally::default() };
     let mut failed = None;
     for i in 0..df.height() {
-        let mut take = |key: &[u8], facts: RowFacts<'_>| match if records { record(i) } else { Ok(Record::Text("")) } {
+        let mut take = |key: &[u8], facts: RowFacts<'_>| match record(writer.as_ref(), i, &mut json) {
             Ok(record) => accept(FullRow { key, facts, record }),
             Err(e) => failed = Some(e),
         };
@@ -220,6 +203,14 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
         Some(e) => Err(e),
         None => Ok(tally),
     }
+}
+
+/// Row `i`'s whole record as JSON text in `json`, when there is a `writer` (else empty).
+fn record<'j>(writer: Option<&RowWriter>, i: usize, json: &'j mut Vec<u8>) -> Result<Record<'j>> {
+    let Some(writer) = writer else { return Ok(Record::Text("")) };
+    json.clear();
+    writer.write(i, json)?;
+    Ok(Record::Text(simdutf8::basic::from_utf8(json)?))
 }
 
 /// A column converted to one of the few physical shapes the profile can interpret.

@@ -1,0 +1,107 @@
+//! A Parquet row as the JSON object a manifest carries, written straight from the columns:
+//! byte for byte what serde_json writes for `values::to_json` of each value, without the values.
+
+use anyhow::Result;
+use polars::prelude::{
+    BooleanChunked, ChunkApply, DataFrame, DataType, Float64Chunked, Int32Chunked, Int64Chunked, Series, StringChunked, TimeUnit, UInt64Chunked,
+};
+
+use crate::timestamp;
+use crate::values::{to_json, write_json_string};
+
+/// Writes the rows of one frame as JSON objects, columns in frame order.
+pub(super) struct RowWriter {
+    /// Each column's `"name":` and values.
+    columns: Vec<(Vec<u8>, Values)>,
+}
+
+/// A column in the shape its JSON is written from.
+enum Values {
+    Str(StringChunked),
+    Int(Int64Chunked),
+    UInt(UInt64Chunked),
+    Float(Float64Chunked),
+    Bool(BooleanChunked),
+    /// Datetimes as microseconds since the epoch.
+    Micros(Int64Chunked),
+    Date(Int32Chunked),
+    /// Anything else, through `to_json`.
+    Other(Series),
+}
+
+impl RowWriter {
+    pub(super) fn new(df: &DataFrame) -> Result<RowWriter> {
+        let columns = df
+            .columns()
+            .iter()
+            .map(|c| {
+                let s = c.as_materialized_series();
+                let values = match s.dtype() {
+                    DataType::String => Values::Str(s.str()?.rechunk().into_owned()),
+                    DataType::Categorical(..) | DataType::Enum(..) => Values::Str(s.cast(&DataType::String)?.str()?.rechunk().into_owned()),
+                    DataType::UInt64 => Values::UInt(s.u64()?.rechunk().into_owned()),
+                    dt if dt.is_integer() => Values::Int(s.cast(&DataType::Int64)?.i64()?.rechunk().into_owned()),
+                    // An f32 is written as the double it widens to, as `to_json` does.
+                    DataType::Float32 | DataType::Float64 => Values::Float(s.cast(&DataType::Float64)?.f64()?.rechunk().into_owned()),
+                    DataType::Boolean => Values::Bool(s.bool()?.rechunk().into_owned()),
+                    DataType::Datetime(unit, _) => {
+                        let raw = s.cast(&DataType::Int64)?.i64()?.rechunk().into_owned();
+                        Values::Micros(match unit {
+                            TimeUnit::Nanoseconds => raw.apply_values(|v| v.div_euclid(1000)),
+                            TimeUnit::Microseconds => raw,
+                            TimeUnit::Milliseconds => raw.apply_values(|v| v * 1000),
+                        })
+                    }
+                    DataType::Date => Values::Date(s.cast(&DataType::Int32)?.i32()?.rechunk().into_owned()),
+                    _ => Values::Other(s.rechunk()),
+                };
+                let mut name = serde_json::to_vec(c.name().as_str()).expect("names serialise");
+                name.push(b':');
+                Ok((name, values))
+            })
+            .collect::<Result<_>>()?;
+        Ok(RowWriter { columns })
+    }
+
+    /// Row `i` as a JSON object, appended to `out`.
+    pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.push(b'{');
+        for (n, (name, values)) in self.columns.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(name);
+            match values {
+                Values::Str(ca) => match ca.get(i) {
+                    Some(v) => write_json_string(out, v),
+                    None => out.extend_from_slice(b"null"),
+                },
+                Values::Int(ca) => match ca.get(i) {
+                    Some(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+                    None => out.extend_from_slice(b"null"),
+                },
+                Values::UInt(ca) => match ca.get(i) {
+                    Some(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+                    None => out.extend_from_slice(b"null"),
+                },
+                // serde_json writes a finite double the shortest way back (ryu), anything else as null.
+                Values::Float(ca) => serde_json::to_writer(&mut *out, &ca.get(i))?,
+                Values::Bool(ca) => match ca.get(i) {
+                    Some(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
+                    None => out.extend_from_slice(b"null"),
+                },
+                Values::Micros(ca) => match ca.get(i) {
+                    Some(v) => write_json_string(out, &timestamp::format_micros(v)),
+                    None => out.extend_from_slice(b"null"),
+                },
+                Values::Date(ca) => match ca.get(i) {
+                    Some(days) => write_json_string(out, &timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10]),
+                    None => out.extend_from_slice(b"null"),
+                },
+                Values::Other(s) => serde_json::to_writer(&mut *out, &to_json(s.get(i)?))?,
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+}
