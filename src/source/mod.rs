@@ -248,7 +248,7 @@ struct RecordSlice {
 }
 
 /// Rows of a row group decoded as one slice when reading whole records.
-const SLICE_ROWS: usize = 16_384;
+const SLICE_ROWS: usize = 8_192;
 
 /// A row group's rows in slices of `SLICE_ROWS`, for readers of whole records.
 fn record_slices(source: &ParquetSource, group: Group) -> Vec<Result<Piece>> {
@@ -381,8 +381,9 @@ impl Scan<'_> {
         })
     }
 
-    /// Decodes every input's pieces in parallel, a few at a time, handing each piece's batch
-    /// to `emit` in order (false: stop).
+    /// Decodes every input's pieces in parallel, a few ahead of the one due next, handing
+    /// each piece's batch to `emit` in order (false: stop). A piece starts as soon as a
+    /// thread is free, not when a whole round of pieces is done.
     fn read_in_order<B, N, F>(&self, inputs: &[Input], start: &N, map: &F, mut emit: impl FnMut(B) -> bool) -> Result<Tally>
     where
         B: Send,
@@ -390,38 +391,45 @@ impl Scan<'_> {
         F: Fn(&mut B, FullRow) + Sync,
     {
         let opener = self.storage.open_in_order(&objects(inputs));
-        let batch = rayon::current_num_threads().max(1) * 2;
+        let ahead = rayon::current_num_threads().max(1) * 2;
         let mut tally = Tally::default();
         for input in inputs {
             let pieces = self.pieces(&opener, input)?;
-            let mut all: Box<dyn Iterator<Item = Result<Piece>> + '_> = match &pieces {
+            let mut all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_> = match &pieces {
                 Pieces::Lines(chunks) => Box::new(chunks.iter(&input.display)),
                 Pieces::Groups(source, groups) => Box::new(groups.iter().flat_map(|g| record_slices(source, *g))),
             };
             let mut piece_tallies = Vec::new();
-            loop {
-                let batch: Vec<Piece> = all.by_ref().take(batch).collect::<Result<_>>()?;
-                if batch.is_empty() {
-                    break;
-                }
-                let done: Vec<Result<(B, PieceTally)>> = batch
-                    .into_par_iter()
-                    .map(|piece| {
-                        let mut rows = start();
-                        let piece_tally = self.decode(&pieces, piece, true, |row| map(&mut rows, row))?;
-                        Ok((rows, piece_tally))
-                    })
-                    .collect();
-                for result in done {
-                    let (rows, piece_tally) = result?;
+            // Waiting here (not on a pool thread) for the oldest piece leaves the pool to decode.
+            let stopped = rayon::in_place_scope(|scope| -> Result<bool> {
+                let mut in_flight = std::collections::VecDeque::new();
+                loop {
+                    while in_flight.len() < ahead {
+                        let Some(piece) = all.next() else { break };
+                        let piece = piece?;
+                        let (done, result) = std::sync::mpsc::sync_channel::<Result<(B, PieceTally)>>(1);
+                        let pieces = &pieces;
+                        scope.spawn(move |_| {
+                            let mut rows = start();
+                            let decoded = self.decode(pieces, piece, true, |row| map(&mut rows, row)).map(|t| (rows, t));
+                            // The receiver is gone only if reading already stopped.
+                            let _ = done.send(decoded);
+                        });
+                        in_flight.push_back(result);
+                    }
+                    let Some(oldest) = in_flight.pop_front() else { return Ok(false) };
+                    let (rows, piece_tally) = oldest.recv().expect("a decoding task always reports")?;
                     piece_tallies.push(piece_tally);
                     if !emit(rows) {
-                        rows::absorb(&mut tally, &input.display, piece_tallies);
-                        return Ok(tally);
+                        return Ok(true);
                     }
                 }
-            }
+            });
+            let stopped = stopped?;
             rows::absorb(&mut tally, &input.display, piece_tallies);
+            if stopped {
+                return Ok(tally);
+            }
         }
         self.progress.finish();
         Ok(tally)
