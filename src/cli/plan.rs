@@ -74,9 +74,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let bound = |v: &Option<String>| v.as_deref().map(|t| timestamp::parse_bound(t, now)).transpose().map_err(UsageError);
     let filter_window = Window { since: bound(&policy.filter.since)?, until: bound(&policy.filter.until)? };
     let prepared = args.input.prepare(filter_window)?;
-    let signature_fields = prepared.profile.signature_names();
-    policy.check_fields(&signature_fields).map_err(|e| UsageError(format!("policy: {e:#}")))?;
-    let planner = Planner { profile: &prepared.profile, layout: &prepared.layout, policy: &policy, fixes: &fixes, signature_fields };
+    policy.check_fields(&prepared.profile.signature_names()).map_err(|e| UsageError(format!("policy: {e:#}")))?;
+    let planner = Planner::new(&prepared.profile, &prepared.layout, &policy, &fixes);
 
     let output = Output::create(&prepared.storage, &args.output)?;
     let header = Header {

@@ -6,6 +6,7 @@ pub mod policy;
 pub mod summary;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -31,12 +32,18 @@ pub fn idempotency_key(id: &str, parts: &[&str]) -> String {
 }
 
 pub struct Planner<'a> {
-    pub profile: &'a Profile,
-    pub layout: &'a Layout,
-    pub policy: &'a Policy,
-    pub fixes: &'a Fixes,
-    pub signature_fields: Vec<String>,
+    profile: &'a Profile,
+    layout: &'a Layout,
+    policy: &'a Policy,
+    fixes: &'a Fixes,
+    signature_fields: Vec<String>,
+    /// Facts of raw keys met so far, shared by the batches (up to `KNOWN_KEYS`).
+    known: Mutex<HashMap<Vec<u8>, Arc<KeyFacts<'a>>, foldhash::fast::FixedState>>,
 }
+
+/// Raw keys whose facts are kept across batches: dumps have a few hundred; a dump whose
+/// every message is its own key works each out once per batch instead.
+const KNOWN_KEYS: usize = 100_000;
 
 /// The manifest entries planned from one piece of input: their lines in order, and their
 /// counts per signature and decision. What the rows of one raw signature key share (the
@@ -51,7 +58,7 @@ pub struct PlannedBatch<'p> {
 }
 
 /// What every row of one raw signature key shares.
-struct KeyPlan<'p> {
+struct KeyFacts<'p> {
     signature: Signature,
     /// The signature as JSON, as it goes into each entry.
     signature_json: Vec<u8>,
@@ -61,6 +68,11 @@ struct KeyPlan<'p> {
     /// The key's parts after the id, when none comes from the record itself.
     key_parts: Option<Vec<String>>,
     fixed: bool,
+}
+
+/// A raw key's facts and what one batch has seen of it.
+struct KeyPlan<'p> {
+    facts: Arc<KeyFacts<'p>>,
     /// The gate's decision by attempts, as met.
     decisions: Vec<(i64, Decision)>,
     counts: DecisionCounts,
@@ -76,55 +88,73 @@ impl<'p> PlannedBatch<'p> {
     /// The batch's counts per signature (a signature may appear twice when two raw keys
     /// normalise to it).
     pub fn by_signature(self) -> impl Iterator<Item = (Signature, DecisionCounts)> + 'p {
-        self.plans.into_iter().filter(|p| p.counts.total() > 0).map(|p| (p.signature, p.counts))
+        self.plans.into_iter().filter(|p| p.counts.total() > 0).map(|p| (p.facts.signature.clone(), p.counts))
     }
 }
 
 impl<'a> Planner<'a> {
+    pub fn new(profile: &'a Profile, layout: &'a Layout, policy: &'a Policy, fixes: &'a Fixes) -> Planner<'a> {
+        Planner { profile, layout, policy, fixes, signature_fields: profile.signature_names(), known: Mutex::default() }
+    }
+
     /// Adds the manifest entry for one record to `batch`, unless the policy's filter leaves
     /// it out.
     pub fn add(&self, batch: &mut PlannedBatch<'a>, row: FullRow) {
         let index = match batch.keys.get(row.key) {
             Some(&i) => i,
             None => {
-                batch.plans.push(self.key_plan(row.key));
+                batch.plans.push(KeyPlan { facts: self.key_facts(row.key), decisions: Vec::new(), counts: DecisionCounts::default() });
                 batch.keys.insert(row.key.to_vec(), batch.plans.len() - 1);
                 batch.plans.len() - 1
             }
         };
         let plan = &mut batch.plans[index];
-        if !plan.selected {
+        let facts = &*plan.facts;
+        if !facts.selected {
             return;
         }
         let attempts = row.facts.attempts;
         let decision = match plan.decisions.iter().find(|(a, _)| *a == attempts) {
             Some(&(_, d)) => d,
             None => {
-                let reason = self.profile.reason_field.as_deref().and_then(|f| plan.signature.get(f));
-                let d = self.policy.decide(attempts, reason, &plan.signature, plan.route);
+                let reason = self.profile.reason_field.as_deref().and_then(|f| facts.signature.get(f));
+                let d = self.policy.decide(attempts, reason, &facts.signature, facts.route);
                 plan.decisions.push((attempts, d));
                 d
             }
         };
         let id = &row.facts.id;
-        let key = match &plan.key_parts {
+        let key = match &facts.key_parts {
             Some(parts) => idempotency_key(id, &parts.iter().map(String::as_str).collect::<Vec<_>>()),
-            None => self.key(id, &plan.signature, &row.record),
+            None => self.key(id, &facts.signature, &row.record),
         };
-        let record = if plan.fixed {
+        let record = if facts.fixed {
             let mut object = row.record.into_object();
-            self.fixes.apply(&plan.signature, &mut object);
+            self.fixes.apply(&facts.signature, &mut object);
             Record::Object(object)
         } else {
             row.record
         };
-        write_entry(&mut batch.lines, &key, decision, &plan.signature_json, id, attempts, plan.max_attempts, &record);
+        write_entry(&mut batch.lines, &key, decision, &facts.signature_json, id, attempts, facts.max_attempts, &record);
         plan.counts.add(decision);
         batch.counts.add(decision);
         batch.entries += 1;
     }
 
-    fn key_plan(&self, raw_key: &[u8]) -> KeyPlan<'a> {
+    /// A raw key's facts: worked out once, then shared.
+    fn key_facts(&self, raw_key: &[u8]) -> Arc<KeyFacts<'a>> {
+        if let Some(facts) = self.known.lock().expect("not poisoned").get(raw_key) {
+            return facts.clone();
+        }
+        let facts = Arc::new(self.work_out(raw_key));
+        let mut known = self.known.lock().expect("not poisoned");
+        if known.len() < KNOWN_KEYS {
+            known.insert(raw_key.to_vec(), facts.clone());
+        }
+        facts
+    }
+
+    fn work_out(&self, raw_key: &[u8]) -> KeyFacts<'a> {
         let values = self.layout.finish_signature(raw_key);
         let signature = Signature::new(&self.signature_fields, &values);
         let route = self.policy.routing.then(|| self.layout.classifier().routing(&self.layout.category_of(&values)));
@@ -137,15 +167,13 @@ impl<'a> Planner<'a> {
                 _ => signature.get(field).map(str::to_string),
             })
             .collect();
-        KeyPlan {
+        KeyFacts {
             signature_json: serde_json::to_vec(&signature).expect("signatures serialise"),
             selected: self.policy.selects(&signature),
             route,
             max_attempts: self.policy.cap(route),
             key_parts,
             fixed: self.fixes.applies_to(&signature),
-            decisions: Vec::new(),
-            counts: DecisionCounts::default(),
             signature,
         }
     }
