@@ -41,7 +41,11 @@ pub fn to_json(value: AnyValue) -> Value {
             }
             Value::Object(map)
         }
-        other => Value::String(other.to_string()),
+        // A categorical is its text (Display would quote it).
+        other => match other.get_str() {
+            Some(text) => Value::String(text.to_string()),
+            None => Value::String(other.to_string()),
+        },
     }
 }
 

@@ -105,3 +105,54 @@ impl RowWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use polars::prelude::{Column, DataFrame, DataType, IntoColumn, NamedFrom, Series, TimeUnit};
+
+    use super::*;
+    use crate::values::rows;
+
+    /// Every row as the writer writes it and as serde_json writes `values::to_json` of each
+    /// value (the general path `query` uses): the same bytes.
+    fn same_as_serde_json(df: &DataFrame) {
+        let writer = RowWriter::new(df).unwrap();
+        for (i, row) in rows(df).unwrap().iter().enumerate() {
+            let mut ours = Vec::new();
+            writer.write(i, &mut ours).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(row).unwrap(), "row {i}");
+        }
+    }
+
+    #[test]
+    fn rows_are_written_as_serde_json_writes_their_values() {
+        let n = 7;
+        let text = ["plain", "q\"uote", "back\\slash", "ctl\u{1}\u{1f}\n", "é 😀 \u{2028}", "", "a string longer than thirty-two bytes, to cross a step"];
+        let ints: Vec<Option<i64>> = vec![Some(0), Some(-1), Some(i64::MAX), Some(i64::MIN), None, Some(42), Some(7)];
+        let floats: Vec<Option<f64>> = vec![Some(0.1), Some(-0.0), Some(f64::NAN), Some(f64::INFINITY), Some(1e300), None, Some(5e-324)];
+        let micros: Vec<Option<i64>> = vec![Some(0), Some(-1), Some(1_700_000_000_123_456), None, Some(86_399_999_999), Some(-86_400_000_001), Some(1)];
+        let columns: Vec<Column> = vec![
+            Column::new("s".into(), text.iter().map(|s| Some(*s)).collect::<Vec<_>>()),
+            Column::new("nulls".into(), vec![None::<&str>; n]),
+            Column::new("i64".into(), ints.clone()),
+            Series::new("i8".into(), vec![Some(-128i8), Some(127), None, Some(0), Some(1), Some(2), Some(3)]).into_column(),
+            Series::new("u64".into(), vec![Some(u64::MAX), Some(0), None, Some(1), Some(2), Some(3), Some(4)]).into_column(),
+            Series::new("u32".into(), vec![Some(u32::MAX), Some(0), None, Some(1), Some(2), Some(3), Some(4)]).into_column(),
+            Column::new("f64".into(), floats.clone()),
+            Series::new("f32".into(), vec![Some(0.1f32), Some(-0.0), Some(f32::NAN), Some(f32::NEG_INFINITY), Some(3.4e38), None, Some(1.5)]).into_column(),
+            Column::new("bool".into(), vec![Some(true), Some(false), None, Some(true), Some(true), Some(false), None]),
+            Column::new("us".into(), micros.clone()).cast(&DataType::Datetime(TimeUnit::Microseconds, None)).unwrap(),
+            Column::new("ms".into(), micros.clone()).cast(&DataType::Datetime(TimeUnit::Milliseconds, None)).unwrap(),
+            Column::new("ns".into(), micros.clone()).cast(&DataType::Datetime(TimeUnit::Nanoseconds, None)).unwrap(),
+            Series::new("date".into(), vec![Some(0i32), Some(-1), Some(20_000), None, Some(1), Some(-719_162), Some(2_932_896)])
+                .cast(&DataType::Date)
+                .unwrap()
+                .into_column(),
+            Column::new("cat".into(), text.iter().map(|s| Some(*s)).collect::<Vec<_>>())
+                .cast(&DataType::from_categories(polars::prelude::Categories::global()))
+                .unwrap(),
+            Column::new("we\"ird name".into(), ints),
+        ];
+        same_as_serde_json(&DataFrame::new(n, columns).unwrap());
+    }
+}
