@@ -225,8 +225,9 @@ def start_s3rver(args, work):
 
 
 def wait_until_serving(server, name, probe):
-    """Retries `probe` for up to 10 s while `server` starts; ends the bench if it never answers."""
-    for _ in range(100):
+    """Retries `probe` for up to 30 s while `server` starts (node takes its time on a loaded
+    machine); ends the bench if it never answers."""
+    for _ in range(300):
         try:
             probe()
             return
