@@ -54,6 +54,26 @@ impl Kernel {
     }
 }
 
+/// `a == b` for slices of one length, a word at a time and inline: the keys and tokens
+/// compared here are short, where a call to `memcmp` costs more than the comparison.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n < 8 {
+        return a.iter().zip(b).all(|(x, y)| x == y);
+    }
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let mut i = 0;
+    while i + 8 < n {
+        if word(a, i) != word(b, i) {
+            return false;
+        }
+        i += 8;
+    }
+    // The last word may overlap the one before.
+    word(a, n - 8) == word(b, n - 8)
+}
+
 /// Whether `text` holds a byte JSON must escape in a string (`"`, `\\`, a control character).
 pub fn needs_escape(text: &[u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -146,7 +166,8 @@ impl<'a> Parser<'a> {
 
     /// Steps over `bytes` if the text continues with them exactly.
     pub fn expect(&mut self, bytes: &[u8]) -> bool {
-        let found = self.s[self.pos..].starts_with(bytes);
+        let rest = &self.s[self.pos..];
+        let found = rest.len() >= bytes.len() && same_bytes(&rest[..bytes.len()], bytes);
         if found {
             self.pos += bytes.len();
         }
