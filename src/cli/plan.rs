@@ -103,13 +103,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         || PlannedBatch::with_lines(spare_lines.lock().expect("not poisoned").pop().unwrap_or_default()),
         |batch, row| planner.add(batch, row),
         |mut batch| {
-            writer.write_lines(&batch.lines, batch.entries, &batch.counts)?;
-            let mut lines = std::mem::take(&mut batch.lines);
+            let lines = std::mem::take(&mut batch.lines);
+            if let Some(spare) = writer.write_lines(lines, batch.entries, &batch.counts)? {
+                spare_lines.lock().expect("not poisoned").push(spare);
+            }
             for (signature, counts) in batch.by_signature() {
                 review.add_counts(signature, &counts);
             }
-            lines.clear();
-            spare_lines.lock().expect("not poisoned").push(lines);
             Ok(())
         },
     )?;

@@ -16,9 +16,41 @@ pub struct ManifestWriter<'o> {
     out: BufWriter<std::fs::File>,
     header: Header,
     reserved: usize,
-    entries: Sha256,
+    /// The entries' hash, taken on its own thread from the lines written, in order.
+    hasher: Hasher,
     count: u64,
     counts: DecisionCounts,
+}
+
+/// A thread hashing entry lines after they are written, so writing the next lines overlaps
+/// hashing these; it hands each buffer back for reuse.
+struct Hasher {
+    lines: std::sync::mpsc::SyncSender<Vec<u8>>,
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    thread: std::thread::JoinHandle<Sha256>,
+}
+
+impl Hasher {
+    fn start() -> Hasher {
+        let (lines, to_hash) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let (give_back, spare) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let mut digest = Sha256::new();
+            for block in to_hash {
+                digest.update(&block);
+                // The writer may be gone (an error ended the plan); the buffer is then dropped.
+                let _ = give_back.send(block);
+            }
+            digest
+        });
+        Hasher { lines, spare, thread }
+    }
+
+    /// The hash of every line sent.
+    fn finish(self) -> Sha256 {
+        drop(self.lines);
+        self.thread.join().expect("the hasher does not panic")
+    }
 }
 
 impl<'o> ManifestWriter<'o> {
@@ -39,35 +71,26 @@ impl<'o> ManifestWriter<'o> {
         let mut out = BufWriter::with_capacity(1 << 20, output.file().try_clone().with_context(|| format!("{name}: cannot write"))?);
         out.write_all(&vec![b' '; reserved])?;
         out.write_all(b"\n")?;
-        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, entries: Sha256::new(), count: 0, counts: DecisionCounts::default() })
+        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, hasher: Hasher::start(), count: 0, counts: DecisionCounts::default() })
     }
 
     /// Appends one entry line (with its newline), in manifest order.
     pub fn write(&mut self, line: &[u8], decision: Decision) -> Result<()> {
         let mut counts = DecisionCounts::default();
         counts.add(decision);
-        self.write_lines(line, 1, &counts)
+        self.write_lines(line.to_vec(), 1, &counts).map(drop)
     }
 
     /// Appends `entries` whole entry lines, in manifest order, whose decisions add up to
-    /// `counts`.
-    pub fn write_lines(&mut self, lines: &[u8], entries: u64, counts: &DecisionCounts) -> Result<()> {
+    /// `counts`. Returns a buffer of lines already hashed, if one is free, for reuse.
+    pub fn write_lines(&mut self, lines: Vec<u8>, entries: u64, counts: &DecisionCounts) -> Result<Option<Vec<u8>>> {
         self.count += entries;
         for d in Decision::ALL {
             *self.counts.get_mut(d) += counts.get(d);
         }
-        // Hashing and writing a large batch each take as long as the other: side by side.
-        let (digest, out) = (&mut self.entries, &mut self.out);
-        let written = if lines.len() >= 1 << 20 {
-            std::thread::scope(|scope| {
-                scope.spawn(|| digest.update(lines));
-                out.write_all(lines)
-            })
-        } else {
-            digest.update(lines);
-            out.write_all(lines)
-        };
-        written.with_context(|| format!("{}: cannot write", self.name))
+        self.out.write_all(&lines).with_context(|| format!("{}: cannot write", self.name))?;
+        self.hasher.lines.send(lines).expect("the hasher runs until the writer finishes");
+        Ok(self.hasher.spare.try_recv().ok())
     }
 
     /// Seals the header over the entries written, writes it in place and puts the manifest
@@ -77,7 +100,7 @@ impl<'o> ManifestWriter<'o> {
             counts: self.counts,
             rejected,
             entries: self.count,
-            entries_sha256: hex(&self.entries.finalize()),
+            entries_sha256: hex(&self.hasher.finish().finalize()),
             manifest_sha256: String::new(),
             ..self.header
         };
