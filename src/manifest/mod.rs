@@ -235,6 +235,51 @@ mod tests {
         std::fs::read(dir.path().join("m.jsonl")).unwrap()
     }
 
+    /// A manifest of several blocks (checked in parallel) adds up every block's counts, and
+    /// names its first unreadable line in file order.
+    #[test]
+    fn blocks_checked_in_parallel_add_up_and_the_first_bad_line_is_named() {
+        let padding = "p".repeat(400);
+        let decision = |i: usize| Decision::ALL[i % 7 % 3];
+        let good = |i: usize| {
+            let entry = Entry { key: format!("k{i}"), decision: decision(i), signature: Signature(vec![("r".into(), (i % 2).to_string())]), id: format!("i{i}"), attempts: 0, max_attempts: 2, record: serde_json::json!({"pad": padding}) };
+            let mut line = serde_json::to_vec(&entry).unwrap();
+            line.push(b'\n');
+            line
+        };
+        // About 13 MB of entries: four blocks.
+        let write = |bad: &[usize]| {
+            let dir = tempfile::tempdir().unwrap();
+            let storage = crate::storage::Storage::new();
+            let location = crate::storage::Location::File(dir.path().join("m.jsonl"));
+            let mut writer = ManifestWriter::create(crate::storage::Output::create(&storage, &location).unwrap(), "m.jsonl", header()).unwrap();
+            for i in 0..30_000 {
+                let line = if bad.contains(&i) { b"{\"key\":\"bad\"}\n".to_vec() } else { good(i) };
+                writer.write(&line, decision(i)).unwrap();
+            }
+            writer.finish(0).unwrap();
+            std::fs::read(dir.path().join("m.jsonl")).unwrap()
+        };
+
+        let (header, counts) = Manifest::summarize("m", &write(&[])[..]).unwrap();
+        assert_eq!(header.entries, 30_000);
+        for half in 0..2 {
+            let mut want = DecisionCounts::default();
+            (0..30_000).filter(|i| i % 2 == half).for_each(|i| want.add(decision(i)));
+            let mut got = DecisionCounts::default();
+            for (signature, c) in counts.iter().filter(|(s, _)| s.get("r") == Some(&half.to_string()[..])) {
+                assert_eq!(signature.0.len(), 1);
+                for d in Decision::ALL {
+                    *got.get_mut(d) += c.get(d);
+                }
+            }
+            assert_eq!(got, want, "signature r={half}");
+        }
+
+        let err = format!("{:#}", Manifest::summarize("m", &write(&[29_000, 25_000])[..]).err().expect("refused"));
+        assert!(err.contains("m:25002: not a manifest entry"), "{err}");
+    }
+
     #[test]
     fn a_written_manifest_reads_back_sealed_and_any_change_is_refused() {
         let bytes = written();

@@ -3,13 +3,14 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::entry_scan::EntryChecker;
-use super::{hex, manifest_digest, DecisionCounts, Entry, Header, FORMAT};
+use super::{hex, manifest_digest, Decision, DecisionCounts, Entry, Header, FORMAT};
 use crate::lines::LineBlocks;
 use crate::signature::Signature;
 use crate::temp::TempFile;
@@ -87,49 +88,72 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
         }
     }
 
-    let mut lines = 0u64;
-    let mut counts = DecisionCounts::default();
-    let mut unreadable: Option<String> = None;
-    let mut checker = EntryChecker::default();
-    let digest = std::thread::scope(|scope| -> Result<String> {
-        let (to_hash, blocks) = std::sync::mpsc::sync_channel::<std::sync::Arc<Vec<u8>>>(4);
+    // Blocks are hashed in order on one thread and checked on others, in any order; what
+    // each block held is put back in order afterwards.
+    let checkers = rayon::current_num_threads().clamp(1, 8);
+    let (to_check, checkable) = std::sync::mpsc::sync_channel::<(usize, Arc<Vec<u8>>)>(checkers * 2);
+    let checkable = Mutex::new(checkable);
+    let (digest, checked) = std::thread::scope(|scope| -> Result<(String, Vec<Checked>)> {
+        // Owned here, so that leaving early (a read error) ends the checkers too.
+        let to_check = to_check;
+        let (to_hash, hashable) = std::sync::mpsc::sync_channel::<Arc<Vec<u8>>>(4);
         let hasher = scope.spawn(move || {
             let mut digest = Sha256::new();
-            for block in blocks {
+            for block in hashable {
                 digest.update(&block[..]);
             }
             hex(&digest.finalize())
         });
+        let workers: Vec<_> = (0..checkers)
+            .map(|_| {
+                let checkable = &checkable;
+                scope.spawn(move || {
+                    let mut checker = EntryChecker::default();
+                    let mut blocks = Vec::new();
+                    loop {
+                        let next = checkable.lock().expect("not poisoned").recv();
+                        let Ok((index, block)) = next else { return Checked { blocks, checker } };
+                        blocks.push((index, check_block(&block, &mut checker)));
+                    }
+                })
+            })
+            .collect();
         let mut blocks = LineBlocks::new(reader, BLOCK_BYTES);
+        let mut index = 0;
         while let Some(block) = blocks.next_into(Vec::new()) {
-            let block = std::sync::Arc::new(block.with_context(read_error)?);
-            // The hasher only stops early if this thread has: a send cannot fail here.
+            let block = Arc::new(block.with_context(read_error)?);
+            // The hasher and the checkers only stop early if this thread has: sends cannot fail.
             let _ = to_hash.send(block.clone());
             if let Some(copy) = copy.as_mut() {
                 copy.write_all(&block).with_context(copy_error)?;
             }
-            // Valid UTF-8 as a whole, the block's lines can go to the scanner as text.
-            let text = simdutf8::basic::from_utf8(&block).ok();
-            let mut start = 0;
-            while start < block.len() {
-                let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
-                lines += 1;
-                let line = &block[start..end];
-                match checker.check(line, text.map(|t| &t[start..end])) {
-                    Ok(decision) if end < block.len() => counts.add(decision),
-                    Ok(_) => {
-                        unreadable.get_or_insert_with(|| format!("{name}:{}: the last entry has no newline", lines + 1));
-                    }
-                    Err(e) => {
-                        unreadable.get_or_insert_with(|| format!("{name}:{}: not a manifest entry ({e})", lines + 1));
-                    }
-                }
-                start = end + 1;
-            }
+            let _ = to_check.send((index, block));
+            index += 1;
         }
-        drop(to_hash);
-        Ok(hasher.join().expect("the hasher does not panic"))
+        drop((to_hash, to_check));
+        let checked = workers.into_iter().map(|w| w.join().expect("a checker does not panic")).collect();
+        Ok((hasher.join().expect("the hasher does not panic"), checked))
     })?;
+    let mut by_signature = Vec::new();
+    let mut blocks = Vec::new();
+    for Checked { blocks: found, checker } in checked {
+        blocks.extend(found);
+        by_signature.extend(checker.into_counts());
+    }
+    blocks.sort_by_key(|(index, _)| *index);
+    let mut lines = 0u64;
+    let mut counts = DecisionCounts::default();
+    let mut unreadable: Option<String> = None;
+    for (_, block) in blocks {
+        if let (None, Some((line, why))) = (&unreadable, block.first_problem) {
+            // Line 1 is the header.
+            unreadable = Some(format!("{name}:{}: {why}", lines + line + 1));
+        }
+        lines += block.lines;
+        for d in Decision::ALL {
+            *counts.get_mut(d) += block.counts.get(d);
+        }
+    }
     if let Some(copy) = copy.as_mut() {
         copy.flush().with_context(copy_error)?;
     }
@@ -149,7 +173,45 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
     if counts != header.counts {
         bail!("{name}: the header's counts ({}) do not match the entries ({}); nothing was sent", header.counts, counts);
     }
-    Ok((header, first.len() as u64, checker.into_counts().collect()))
+    Ok((header, first.len() as u64, by_signature))
+}
+
+/// What checking one block of entry lines found: its lines, their decisions, and the first
+/// line (counted from 1 in the block) that is not an entry, with why.
+struct BlockCheck {
+    lines: u64,
+    counts: DecisionCounts,
+    first_problem: Option<(u64, String)>,
+}
+
+/// What one checker found: each block it took (by its index in the file) and its counts per
+/// signature.
+struct Checked {
+    blocks: Vec<(usize, BlockCheck)>,
+    checker: EntryChecker,
+}
+
+/// Checks a block of whole lines (the last may lack its newline, at the end of the file).
+fn check_block(block: &[u8], checker: &mut EntryChecker) -> BlockCheck {
+    // Valid UTF-8 as a whole, the block's lines can go to the scanner as text.
+    let text = simdutf8::basic::from_utf8(block).ok();
+    let mut found = BlockCheck { lines: 0, counts: DecisionCounts::default(), first_problem: None };
+    let mut start = 0;
+    while start < block.len() {
+        let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
+        found.lines += 1;
+        match checker.check(&block[start..end], text.map(|t| &t[start..end])) {
+            Ok(decision) if end < block.len() => found.counts.add(decision),
+            Ok(_) => {
+                found.first_problem.get_or_insert((found.lines, "the last entry has no newline".to_string()));
+            }
+            Err(e) => {
+                found.first_problem.get_or_insert((found.lines, format!("not a manifest entry ({e})")));
+            }
+        }
+        start = end + 1;
+    }
+    found
 }
 
 /// Parses and checks the header line against its own seal.
