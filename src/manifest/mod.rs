@@ -276,7 +276,7 @@ mod tests {
             assert_eq!(got, want, "signature r={half}");
         }
 
-        let err = format!("{:#}", Manifest::summarize("m", &write(&[29_000, 25_000])[..]).err().expect("refused"));
+        let err = format!("{:#}", Manifest::summarize("m", &write(&[29_000, 25_000])[..]).map(drop).expect_err("refused"));
         assert!(err.contains("m:25002: not a manifest entry"), "{err}");
     }
 
