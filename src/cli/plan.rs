@@ -104,9 +104,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         |batch, row| planner.add(batch, row),
         |mut batch| {
             let lines = std::mem::take(&mut batch.lines);
-            if let Some(spare) = writer.write_lines(lines, batch.entries, &batch.counts)? {
-                spare_lines.lock().expect("not poisoned").push(spare);
-            }
+            let hashed = writer.write_lines(lines, batch.entries, &batch.counts)?;
+            spare_lines.lock().expect("not poisoned").extend(hashed);
             for (signature, counts) in batch.by_signature() {
                 review.add_counts(signature, &counts);
             }

@@ -82,15 +82,15 @@ impl<'o> ManifestWriter<'o> {
     }
 
     /// Appends `entries` whole entry lines, in manifest order, whose decisions add up to
-    /// `counts`. Returns a buffer of lines already hashed, if one is free, for reuse.
-    pub fn write_lines(&mut self, lines: Vec<u8>, entries: u64, counts: &DecisionCounts) -> Result<Option<Vec<u8>>> {
+    /// `counts`. Returns the buffers of lines hashed since the last call, for reuse.
+    pub fn write_lines(&mut self, lines: Vec<u8>, entries: u64, counts: &DecisionCounts) -> Result<Vec<Vec<u8>>> {
         self.count += entries;
         for d in Decision::ALL {
             *self.counts.get_mut(d) += counts.get(d);
         }
         self.out.write_all(&lines).with_context(|| format!("{}: cannot write", self.name))?;
         self.hasher.lines.send(lines).expect("the hasher runs until the writer finishes");
-        Ok(self.hasher.spare.try_recv().ok())
+        Ok(self.hasher.spare.try_iter().collect())
     }
 
     /// Seals the header over the entries written, writes it in place and puts the manifest
