@@ -61,6 +61,9 @@ pub struct Args {
     format: SummaryFormat,
 }
 
+/// Line buffers kept for reuse: about as many as batches are decoded at once.
+const SPARE_LINES: usize = 4;
+
 pub fn run(args: Args) -> Result<ExitCode> {
     let policy = match &args.policy {
         Some(path) => Policy::load(path).map_err(|e| UsageError(format!("{e:#}")))?,
@@ -105,7 +108,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         |mut batch| {
             let lines = std::mem::take(&mut batch.lines);
             let hashed = writer.write_lines(lines, batch.entries, &batch.counts)?;
-            spare_lines.lock().expect("not poisoned").extend(hashed);
+            let mut spare = spare_lines.lock().expect("not poisoned");
+            spare.extend(hashed);
+            // Enough for the batches being decoded; more would only hold memory.
+            spare.truncate(SPARE_LINES);
             for (signature, counts) in batch.by_signature() {
                 review.add_counts(signature, &counts);
             }

@@ -32,7 +32,7 @@ struct Hasher {
 
 impl Hasher {
     fn start() -> Hasher {
-        let (lines, to_hash) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let (lines, to_hash) = std::sync::mpsc::sync_channel::<Vec<u8>>(0);
         let (give_back, spare) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             let mut digest = Sha256::new();
