@@ -248,7 +248,7 @@ struct RecordSlice {
 }
 
 /// Rows of a row group decoded as one slice when reading whole records.
-const SLICE_ROWS: usize = 8_192;
+const SLICE_ROWS: usize = 4_096;
 
 /// A row group's rows in slices of `SLICE_ROWS`, for readers of whole records.
 fn record_slices(source: &ParquetSource, group: Group) -> Vec<Result<Piece>> {
