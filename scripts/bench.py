@@ -215,16 +215,20 @@ def start_s3rver(args, work):
     os.makedirs(data, exist_ok=True)
     # Its continuation tokens use a cipher OpenSSL 3 keeps in the legacy provider.
     env = dict(os.environ, NODE_OPTIONS="--openssl-legacy-provider")
+    log = open(os.path.join(work, "s3rver.log"), "wb")
     server = subprocess.Popen([args.s3rver, "-d", data, "-a", "127.0.0.1", "-p", str(port), "--silent", "--configure-bucket", "bench"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                              stdout=log, stderr=subprocess.STDOUT, env=env)
     os.environ.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER", AWS_REGION="us-east-1",
                       AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ALLOW_HTTP="true")
-    s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
-    wait_until_serving(server, "s3rver", lambda: s3.head_bucket(Bucket="bench"))
+    # Credentials given explicitly: boto3's default session keeps the first ones it resolved
+    # (moto's, when the broker rows ran first), and s3rver refuses them.
+    s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                      aws_access_key_id="S3RVER", aws_secret_access_key="S3RVER")
+    wait_until_serving(server, "s3rver", lambda: s3.head_bucket(Bucket="bench"), log.name)
     return server, s3
 
 
-def wait_until_serving(server, name, probe):
+def wait_until_serving(server, name, probe, log=None):
     """Retries `probe` for up to 30 s while `server` starts (node takes its time on a loaded
     machine); ends the bench if it never answers."""
     for _ in range(300):
@@ -234,7 +238,8 @@ def wait_until_serving(server, name, probe):
         except Exception:
             time.sleep(0.1)
     server.terminate()
-    sys.exit(f"bench: {name} did not start")
+    said = open(log, errors="replace").read()[-2000:] if log else ""
+    sys.exit(f"bench: {name} did not start (exit status {server.poll()})\n{said}")
 
 
 def bench_scale(args):
