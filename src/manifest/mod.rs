@@ -62,11 +62,18 @@ impl DecisionCounts {
         }
     }
 
-    pub(crate) fn get_mut(&mut self, d: Decision) -> &mut u64 {
+    fn get_mut(&mut self, d: Decision) -> &mut u64 {
         match d {
             Decision::Replay => &mut self.replay,
             Decision::PoisonAttempts => &mut self.poison_attempts,
             Decision::PoisonUncleared => &mut self.poison_uncleared,
+        }
+    }
+
+    /// Adds another set of counts to these.
+    pub fn add_counts(&mut self, other: &DecisionCounts) {
+        for d in Decision::ALL {
+            *self.get_mut(d) += other.get(d);
         }
     }
 
@@ -269,9 +276,7 @@ mod tests {
             let mut got = DecisionCounts::default();
             for (signature, c) in counts.iter().filter(|(s, _)| s.get("r") == Some(&half.to_string()[..])) {
                 assert_eq!(signature.0.len(), 1);
-                for d in Decision::ALL {
-                    *got.get_mut(d) += c.get(d);
-                }
+                got.add_counts(c);
             }
             assert_eq!(got, want, "signature r={half}");
         }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::entry_scan::EntryChecker;
-use super::{hex, manifest_digest, Decision, DecisionCounts, Entry, Header, FORMAT};
+use super::{hex, manifest_digest, DecisionCounts, Entry, Header, FORMAT};
 use crate::lines::LineBlocks;
 use crate::signature::Signature;
 use crate::temp::TempFile;
@@ -150,9 +150,7 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
             unreadable = Some(format!("{name}:{}: {why}", lines + line + 1));
         }
         lines += block.lines;
-        for d in Decision::ALL {
-            *counts.get_mut(d) += block.counts.get(d);
-        }
+        counts.add_counts(&block.counts);
     }
     if let Some(copy) = copy.as_mut() {
         copy.flush().with_context(copy_error)?;

@@ -85,9 +85,7 @@ impl<'o> ManifestWriter<'o> {
     /// `counts`. Returns the buffers of lines hashed since the last call, for reuse.
     pub fn write_lines(&mut self, lines: Vec<u8>, entries: u64, counts: &DecisionCounts) -> Result<Vec<Vec<u8>>> {
         self.count += entries;
-        for d in Decision::ALL {
-            *self.counts.get_mut(d) += counts.get(d);
-        }
+        self.counts.add_counts(counts);
         self.out.write_all(&lines).with_context(|| format!("{}: cannot write", self.name))?;
         self.hasher.lines.send(lines).expect("the hasher runs until the writer finishes");
         Ok(self.hasher.spare.try_iter().collect())

@@ -19,10 +19,7 @@ impl Review {
 
     /// Adds the counts of one signature.
     pub fn add_counts(&mut self, signature: Signature, counts: &DecisionCounts) {
-        let total = self.by_signature.entry(signature).or_default();
-        for d in Decision::ALL {
-            *total.get_mut(d) += counts.get(d);
-        }
+        self.by_signature.entry(signature).or_default().add_counts(counts);
     }
 
     /// The signatures and their counts, in order of total count (descending) then signature.
