@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::manifest::{Decision, DecisionCounts};
+use crate::manifest::DecisionCounts;
 use crate::signature::Signature;
 
 /// Counts per signature, in order of total count (descending) then signature.
@@ -13,10 +13,6 @@ pub struct Review {
 }
 
 impl Review {
-    pub fn add(&mut self, signature: Signature, decision: Decision) {
-        self.by_signature.entry(signature).or_default().add(decision);
-    }
-
     /// Adds the counts of one signature.
     pub fn add_counts(&mut self, signature: Signature, counts: &DecisionCounts) {
         self.by_signature.entry(signature).or_default().add_counts(counts);
