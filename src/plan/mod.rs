@@ -21,12 +21,12 @@ use fix::Fixes;
 use policy::Policy;
 
 /// `sha256(id|part|part…)` as lowercase hex, first 16 characters (the seed's key).
-pub fn idempotency_key(id: &str, parts: &[&str]) -> String {
+pub fn idempotency_key<S: AsRef<str>>(id: &str, parts: impl IntoIterator<Item = S>) -> String {
     let mut digest = Sha256::new();
     digest.update(id.as_bytes());
     for p in parts {
         digest.update(b"|");
-        digest.update(p.as_bytes());
+        digest.update(p.as_ref().as_bytes());
     }
     crate::manifest::hex(&digest.finalize()[..8])
 }
@@ -65,8 +65,8 @@ struct KeyFacts<'p> {
     selected: bool,
     route: Option<&'p CategoryRule>,
     max_attempts: i64,
-    /// The key's parts after the id, when none comes from the record itself.
-    key_parts: Option<Vec<String>>,
+    /// The key's parts after the id, one per key field: None where it comes from the record.
+    key_parts: Vec<Option<String>>,
     fixed: bool,
 }
 
@@ -124,10 +124,7 @@ impl<'a> Planner<'a> {
             }
         };
         let id = &row.facts.id;
-        let key = match &facts.key_parts {
-            Some(parts) => idempotency_key(id, &parts.iter().map(String::as_str).collect::<Vec<_>>()),
-            None => self.key(id, &facts.signature, &row.record),
-        };
+        let key = self.key(id, &facts.key_parts, &row.record);
         let record = if facts.fixed {
             let mut object = row.record.into_object();
             self.fixes.apply(&facts.signature, &mut object);
@@ -178,34 +175,31 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// The key of a record one of whose key fields is not a signature field.
-    fn key(&self, id: &str, signature: &Signature, record: &Record) -> String {
-        let parts: Vec<String> = self
-            .profile
-            .key_fields
+    /// A record's idempotency key from its key fields' `parts`, any missing one taken from
+    /// the record itself.
+    fn key(&self, id: &str, parts: &[Option<String>], record: &Record) -> String {
+        if parts.iter().all(Option::is_some) {
+            return idempotency_key(id, parts.iter().flatten());
+        }
+        let parts: Vec<String> = parts
             .iter()
-            .map(|field| {
-                if self.profile.revision_field.as_deref() == Some(field.as_str()) {
-                    if let Some(r) = &self.policy.replay_revision {
-                        return r.trim().to_string();
+            .zip(&self.profile.key_fields)
+            .map(|(part, field)| match part {
+                Some(part) => part.clone(),
+                None => {
+                    let value = match record {
+                        Record::Object(map) => map.get(field).cloned(),
+                        Record::Text(text) => serde_json::from_str::<Map<String, Value>>(text).ok().and_then(|mut m| m.remove(field)),
+                    };
+                    match value {
+                        Some(Value::String(s)) => s.trim().to_string(),
+                        Some(Value::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
                     }
-                }
-                if let Some(v) = signature.get(field) {
-                    return v.to_string();
-                }
-                let value = match record {
-                    Record::Object(map) => map.get(field).cloned(),
-                    Record::Text(text) => serde_json::from_str::<Map<String, Value>>(text).ok().and_then(|mut m| m.remove(field)),
-                };
-                match value {
-                    Some(Value::String(s)) => s.trim().to_string(),
-                    Some(Value::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
                 }
             })
             .collect();
-        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-        idempotency_key(id, &refs)
+        idempotency_key(id, &parts)
     }
 }
 
