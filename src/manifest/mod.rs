@@ -3,6 +3,7 @@
 //! entries, so `execute` runs exactly what a reviewer saw or nothing.
 
 mod entry_scan;
+mod hasher;
 mod read;
 mod write;
 

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::entry_scan::EntryChecker;
-use super::{hex, manifest_digest, DecisionCounts, Entry, Header, FORMAT};
+use super::hasher::Hasher;
+use super::{manifest_digest, DecisionCounts, Entry, Header, FORMAT};
 use crate::lines::LineBlocks;
 use crate::signature::Signature;
 use crate::temp::TempFile;
@@ -65,8 +65,8 @@ impl Manifest {
 const BLOCK_BYTES: usize = 4 << 20;
 
 /// The one pass over a manifest: the header checked against its seal (and `expected`), then
-/// the entries in blocks of whole lines, hashed on a second thread while this one copies them
-/// to `copy` and checks each. Returns the header, where the entries start and the entries'
+/// the entries in blocks of whole lines, which this thread copies to `copy` while one thread
+/// hashes them in order and the others check their entries. Returns the header, where the entries start and the entries'
 /// counts per signature.
 fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Option<&mut dyn Write>) -> Result<(Header, u64, SignatureCounts)> {
     let mut reader = BufReader::with_capacity(1 << 20, source);
@@ -96,14 +96,7 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
     let (digest, checked) = std::thread::scope(|scope| -> Result<(String, Vec<Checked>)> {
         // Owned here, so that leaving early (a read error) ends the checkers too.
         let to_check = to_check;
-        let (to_hash, hashable) = std::sync::mpsc::sync_channel::<Arc<Vec<u8>>>(4);
-        let hasher = scope.spawn(move || {
-            let mut digest = Sha256::new();
-            for block in hashable {
-                digest.update(&block[..]);
-            }
-            hex(&digest.finalize())
-        });
+        let hasher = Hasher::<Arc<Vec<u8>>>::start(4);
         let workers: Vec<_> = (0..checkers)
             .map(|_| {
                 let checkable = &checkable;
@@ -122,17 +115,18 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
         let mut index = 0;
         while let Some(block) = blocks.next_into(Vec::new()) {
             let block = Arc::new(block.with_context(read_error)?);
-            // The hasher and the checkers only stop early if this thread has: sends cannot fail.
-            let _ = to_hash.send(block.clone());
+            // Blocks hashed are dropped here; the checkers keep their own reference.
+            drop(hasher.hash(block.clone()));
             if let Some(copy) = copy.as_mut() {
                 copy.write_all(&block).with_context(copy_error)?;
             }
+            // The checkers only stop once this thread has: a send cannot fail.
             let _ = to_check.send((index, block));
             index += 1;
         }
-        drop((to_hash, to_check));
+        drop(to_check);
         let checked = workers.into_iter().map(|w| w.join().expect("a checker does not panic")).collect();
-        Ok((hasher.join().expect("the hasher does not panic"), checked))
+        Ok((hasher.finish(), checked))
     })?;
     let mut by_signature = Vec::new();
     let mut blocks = Vec::new();
@@ -246,4 +240,3 @@ fn private_file() -> Result<File> {
     drop(tmp);
     Ok(file)
 }
-

@@ -4,9 +4,9 @@
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
-use super::{hex, manifest_digest, Decision, DecisionCounts, Header};
+use super::hasher::Hasher;
+use super::{manifest_digest, Decision, DecisionCounts, Header};
 use crate::storage::Output;
 
 /// A manifest being written to its output (a temporary file until it is finished).
@@ -16,41 +16,11 @@ pub struct ManifestWriter<'o> {
     out: BufWriter<std::fs::File>,
     header: Header,
     reserved: usize,
-    /// The entries' hash, taken on its own thread from the lines written, in order.
-    hasher: Hasher,
+    /// The entries' hash, taken from the lines after they are written; each batch is handed
+    /// over once the one before is hashed.
+    hasher: Hasher<Vec<u8>>,
     count: u64,
     counts: DecisionCounts,
-}
-
-/// A thread hashing entry lines after they are written, so writing the next lines overlaps
-/// hashing these; it hands each buffer back for reuse.
-struct Hasher {
-    lines: std::sync::mpsc::SyncSender<Vec<u8>>,
-    spare: std::sync::mpsc::Receiver<Vec<u8>>,
-    thread: std::thread::JoinHandle<Sha256>,
-}
-
-impl Hasher {
-    fn start() -> Hasher {
-        let (lines, to_hash) = std::sync::mpsc::sync_channel::<Vec<u8>>(0);
-        let (give_back, spare) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let mut digest = Sha256::new();
-            for block in to_hash {
-                digest.update(&block);
-                // The writer may be gone (an error ended the plan); the buffer is then dropped.
-                let _ = give_back.send(block);
-            }
-            digest
-        });
-        Hasher { lines, spare, thread }
-    }
-
-    /// The hash of every line sent.
-    fn finish(self) -> Sha256 {
-        drop(self.lines);
-        self.thread.join().expect("the hasher does not panic")
-    }
 }
 
 impl<'o> ManifestWriter<'o> {
@@ -71,7 +41,7 @@ impl<'o> ManifestWriter<'o> {
         let mut out = BufWriter::with_capacity(1 << 20, output.file().try_clone().with_context(|| format!("{name}: cannot write"))?);
         out.write_all(&vec![b' '; reserved])?;
         out.write_all(b"\n")?;
-        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, hasher: Hasher::start(), count: 0, counts: DecisionCounts::default() })
+        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, hasher: Hasher::start(0), count: 0, counts: DecisionCounts::default() })
     }
 
     /// Appends one entry line (with its newline), in manifest order.
@@ -87,8 +57,7 @@ impl<'o> ManifestWriter<'o> {
         self.count += entries;
         self.counts.add_counts(counts);
         self.out.write_all(&lines).with_context(|| format!("{}: cannot write", self.name))?;
-        self.hasher.lines.send(lines).expect("the hasher runs until the writer finishes");
-        Ok(self.hasher.spare.try_iter().collect())
+        Ok(self.hasher.hash(lines))
     }
 
     /// Seals the header over the entries written, writes it in place and puts the manifest
@@ -98,7 +67,7 @@ impl<'o> ManifestWriter<'o> {
             counts: self.counts,
             rejected,
             entries: self.count,
-            entries_sha256: hex(&self.hasher.finish().finalize()),
+            entries_sha256: self.hasher.finish(),
             manifest_sha256: String::new(),
             ..self.header
         };
