@@ -186,7 +186,7 @@ impl<'a> Parser<'a> {
 
     /// Moves `pos` to the next byte that ends or escapes a string (`"`, `\\`) or may not appear
     /// in one (a control character): 32 bytes at a time with AVX2, else eight.
-    pub fn scan_string_body(&mut self) {
+    fn scan_string_body(&mut self) {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx2 {
             // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
@@ -225,7 +225,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub fn escaped_string(&mut self, start: usize) -> Result<Cow<'a, str>, String> {
+    fn escaped_string(&mut self, start: usize) -> Result<Cow<'a, str>, String> {
         let mut out = String::from(&self.text[start..self.pos]);
         loop {
             let Some(&b) = self.s.get(self.pos) else {
@@ -273,7 +273,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub fn hex4(&mut self) -> Result<u32, String> {
+    fn hex4(&mut self) -> Result<u32, String> {
         let digits = self.s.get(self.pos..self.pos + 4).ok_or_else(|| self.error("EOF while parsing a string"))?;
         let mut v = 0u32;
         for &d in digits {
@@ -284,7 +284,7 @@ impl<'a> Parser<'a> {
         Ok(v)
     }
 
-    pub fn unicode_escape(&mut self) -> Result<char, String> {
+    fn unicode_escape(&mut self) -> Result<char, String> {
         let first = self.hex4()?;
         let code = if (0xD800..0xDC00).contains(&first) {
             if self.s.get(self.pos..self.pos + 2) != Some(b"\\u") {
@@ -354,7 +354,7 @@ impl<'a> Parser<'a> {
         Ok(text)
     }
 
-    pub fn digits(&mut self) {
+    fn digits(&mut self) {
         while let Some(b'0'..=b'9') = self.peek() {
             self.pos += 1;
         }
@@ -362,7 +362,7 @@ impl<'a> Parser<'a> {
 
     /// Walks an object from its `{`: `member` is called with each key when the parser stands
     /// at that key's value, and must consume the value.
-    pub fn object(&mut self, mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>) -> Result<(), String> {
+    fn object(&mut self, mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>) -> Result<(), String> {
         self.pos += 1;
         self.ws();
         if self.peek() == Some(b'}') {
@@ -440,7 +440,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Validates and skips a number, `true`, `false` or `null`.
-    pub fn skip_scalar(&mut self) -> Result<(), String> {
+    fn skip_scalar(&mut self) -> Result<(), String> {
         match self.peek() {
             Some(b'-' | b'0'..=b'9') => self.number().map(drop),
             Some(b't') => self.literal(b"true"),
@@ -452,7 +452,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Like `string`, without building anything.
-    pub fn skip_string(&mut self) -> Result<(), String> {
+    fn skip_string(&mut self) -> Result<(), String> {
         self.pos += 1;
         self.skip_string_body()
     }
