@@ -2,7 +2,8 @@
 //! normalised signature and ranks the causes; the CLI in `main.rs` is a thin layer over this.
 //!
 //! The folders are the pipeline: `source` (inputs to rows) → `profile`/`signature` (rows to
-//! signatures) → `analyze` (groups and rankings) → `report` (renderings). `gen` makes dumps.
+//! signatures) → `analyze` (groups and rankings) → `report` (renderings); `state` saves and
+//! merges what a run read. `gen` makes dumps.
 
 pub mod analyze;
 pub mod aws;
@@ -18,6 +19,7 @@ pub mod profile;
 pub mod report;
 pub mod signature;
 pub mod source;
+pub mod state;
 pub mod storage;
 pub mod temp;
 pub mod timestamp;

@@ -1,6 +1,8 @@
 //! `health`: the seed's DLQMonitor over an archive: depth, failures per UTC day, growth per day
 //! over the recent days, and a healthy/warning/critical status, for the whole and per topic.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::rank::share;
@@ -44,6 +46,17 @@ pub struct TopicDays {
 impl TopicDays {
     pub fn new(part: usize) -> TopicDays {
         TopicDays { part, topics: FastMap::default() }
+    }
+}
+
+impl TopicDays {
+    /// The counts under each topic's normalised value (raw values that normalise alike merge).
+    pub fn finish(self, layout: &Layout) -> BTreeMap<String, DailyCounts> {
+        let mut merged: BTreeMap<String, DailyCounts> = BTreeMap::new();
+        for (raw, counts) in self.topics {
+            merged.entry(layout.finish_part(self.part, &raw)).or_default().merge(counts);
+        }
+        merged
     }
 }
 
@@ -141,15 +154,12 @@ pub struct HealthOptions {
     pub window_days: usize,
 }
 
-/// The whole's health, and each topic's when `topics` is given (with the field's name).
-pub fn build(counts: DailyCounts, topics: Option<(String, TopicDays)>, layout: &Layout, rejected: u64, options: &HealthOptions) -> anyhow::Result<HealthReport> {
+/// The whole's health, and each topic's when `topics` is given (with the field's name and
+/// the counts per normalised topic).
+pub fn build(counts: DailyCounts, topics: Option<(String, BTreeMap<String, DailyCounts>)>, rejected: u64, options: &HealthOptions) -> anyhow::Result<HealthReport> {
     let whole = TopicHealth::of(String::new(), &counts, options)?;
     let (by, topics) = match topics {
-        Some((field, days)) => {
-            let mut merged: FastMap<String, DailyCounts> = FastMap::default();
-            for (raw, counts) in days.topics {
-                merged.entry(layout.finish_part(days.part, &raw)).or_default().merge(counts);
-            }
+        Some((field, merged)) => {
             let mut topics = merged.into_iter().map(|(topic, counts)| TopicHealth::of(topic, &counts, options)).collect::<anyhow::Result<Vec<_>>>()?;
             topics.sort_by(|a, b| b.depth.cmp(&a.depth).then_with(|| a.topic.cmp(&b.topic)));
             (Some(field), Some(topics))
@@ -209,8 +219,7 @@ mod tests {
     fn days_are_contiguous_and_growth_is_the_recent_mean() {
         let mut counts = DailyCounts::default();
         counts.days.extend([(20_000, 4), (20_003, 2), (20_004, 1)]);
-        let layout = Layout::new(&crate::profile::Profile::load("vision").unwrap());
-        let report = build(counts, None, &layout, 0, &HealthOptions { warn: 5, critical: 100, window_days: 2 }).unwrap();
+        let report = build(counts, None, 0, &HealthOptions { warn: 5, critical: 100, window_days: 2 }).unwrap();
         let days: Vec<(&str, u64)> = report.per_day.iter().map(|d| (d.day.as_str(), d.count)).collect();
         assert_eq!(days, [("2024-10-04", 4), ("2024-10-05", 0), ("2024-10-06", 0), ("2024-10-07", 2), ("2024-10-08", 1)]);
         assert_eq!(report.depth, 7);

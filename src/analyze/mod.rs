@@ -6,11 +6,12 @@ pub mod health;
 pub mod periods;
 pub mod rank;
 pub mod sql;
+pub mod summary;
 pub mod trend;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::source::layout::RowFacts;
+use crate::source::layout::{Layout, RowFacts};
 use crate::source::Accumulator;
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -25,11 +26,11 @@ pub struct GroupStats {
 }
 
 impl GroupStats {
-    fn new(row: &RowFacts) -> GroupStats {
+    pub(crate) fn new(row: &RowFacts) -> GroupStats {
         GroupStats { count: 1, first_time: row.time, first_id: row.id.to_string(), last_time: row.time }
     }
 
-    fn observe(&mut self, time: i64, id: &str, count: u64, last_time: i64) {
+    pub(crate) fn observe(&mut self, time: i64, id: &str, count: u64, last_time: i64) {
         self.count += count;
         if time < self.first_time || (time == self.first_time && id < self.first_id.as_str()) {
             self.first_time = time;
@@ -49,6 +50,27 @@ impl GroupStats {
 #[derive(Default)]
 pub struct SignatureGroups {
     pub groups: FastMap<Box<[u8]>, GroupStats>,
+}
+
+impl SignatureGroups {
+    /// The groups under their normalised signature values (raw keys that normalise alike merge).
+    pub fn finish(self, layout: &Layout) -> BTreeMap<Vec<String>, GroupStats> {
+        let mut buckets: BTreeMap<Vec<String>, GroupStats> = BTreeMap::new();
+        for (key, stats) in self.groups {
+            merge_into(&mut buckets, layout.finish_signature(&key), stats);
+        }
+        buckets
+    }
+}
+
+/// Adds one group's stats to the bucket of `key`.
+pub(crate) fn merge_into<K: Ord>(buckets: &mut BTreeMap<K, GroupStats>, key: K, stats: GroupStats) {
+    match buckets.get_mut(&key) {
+        Some(b) => b.merge(&stats),
+        None => {
+            buckets.insert(key, stats);
+        }
+    }
 }
 
 impl Accumulator for SignatureGroups {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{GroupStats, SignatureGroups};
+use super::GroupStats;
 use crate::signature::Signature;
 use crate::source::layout::Layout;
 use crate::timestamp;
@@ -68,19 +68,9 @@ pub struct RankedBucket {
     pub stats: GroupStats,
 }
 
-/// Merges raw groups into normalised buckets and sorts them: count descending, then the
-/// signature values ascending (byte order), field by field. The order is total.
-pub fn ranked_buckets(groups: SignatureGroups, layout: &Layout) -> Vec<RankedBucket> {
-    let mut buckets: BTreeMap<Vec<String>, GroupStats> = BTreeMap::new();
-    for (key, stats) in groups.groups {
-        let values = layout.finish_signature(&key);
-        match buckets.get_mut(&values) {
-            Some(b) => b.merge(&stats),
-            None => {
-                buckets.insert(values, stats);
-            }
-        }
-    }
+/// Sorts normalised buckets: count descending, then the signature values ascending (byte
+/// order), field by field. The order is total.
+pub fn ranked(buckets: BTreeMap<Vec<String>, GroupStats>, layout: &Layout) -> Vec<RankedBucket> {
     let mut ranked: Vec<RankedBucket> =
         buckets.into_iter().map(|(values, stats)| RankedBucket { category: layout.category_of(&values), values, stats }).collect();
     sort(&mut ranked);
@@ -92,12 +82,7 @@ pub fn ranked_buckets(groups: SignatureGroups, layout: &Layout) -> Vec<RankedBuc
 pub fn by_category(buckets: Vec<RankedBucket>) -> Vec<RankedBucket> {
     let mut merged: BTreeMap<String, GroupStats> = BTreeMap::new();
     for b in buckets {
-        match merged.get_mut(&b.category) {
-            Some(stats) => stats.merge(&b.stats),
-            None => {
-                merged.insert(b.category, b.stats);
-            }
-        }
+        super::merge_into(&mut merged, b.category, b.stats);
     }
     let mut ranked: Vec<RankedBucket> =
         merged.into_iter().map(|(category, stats)| RankedBucket { values: vec![category.clone()], category, stats }).collect();

@@ -28,10 +28,30 @@ impl TrendGroups {
         TrendGroups { every, groups: FastMap::default() }
     }
 
+    /// The counts under their normalised signature values.
+    pub fn finish(self, layout: &Layout) -> Periods {
+        let mut counts: BTreeMap<Vec<String>, BTreeMap<i64, u64>> = BTreeMap::new();
+        for (key, periods) in self.groups {
+            let merged = counts.entry(layout.finish_signature(&key)).or_default();
+            for (period, n) in periods {
+                *merged.entry(period).or_insert(0) += n;
+            }
+        }
+        Periods { every: self.every, counts }
+    }
+}
+
+/// Counts per normalised signature per period start: what a trend is drawn from.
+pub struct Periods {
+    pub every: Every,
+    pub counts: BTreeMap<Vec<String>, BTreeMap<i64, u64>>,
+}
+
+impl Periods {
     /// The period length that suits the span of the data, for a report that must choose one:
     /// hours up to 3 days, days up to 26 weeks, weeks beyond.
     pub fn fitting_every(&self) -> Every {
-        let starts = self.groups.values().flat_map(|p| p.keys().copied());
+        let starts = self.counts.values().flat_map(|p| p.keys().copied());
         let (first, last) = starts.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
         match last.saturating_sub(first) {
             span if span <= 3 * DAY => Every::Hour,
@@ -41,19 +61,19 @@ impl TrendGroups {
     }
 
     /// The same counts in longer periods (hours nest in days, days in weeks).
-    pub fn coarsen(self, every: Every) -> TrendGroups {
-        let groups = self
-            .groups
+    pub fn coarsen(self, every: Every) -> Periods {
+        let counts = self
+            .counts
             .into_iter()
-            .map(|(key, periods)| {
-                let mut coarse: FastMap<i64, u64> = FastMap::default();
+            .map(|(values, periods)| {
+                let mut coarse: BTreeMap<i64, u64> = BTreeMap::new();
                 for (start, n) in periods {
                     *coarse.entry(every.period_start(start)).or_insert(0) += n;
                 }
-                (key, coarse)
+                (values, coarse)
             })
             .collect();
-        TrendGroups { every, groups }
+        Periods { every, counts }
     }
 }
 
@@ -168,16 +188,11 @@ pub struct TrendOptions {
     pub category_column: bool,
 }
 
-/// Normalises the raw groups, lays every series over the same contiguous periods (from the
-/// first failure's period to the last's) and orders series as `rank` orders buckets.
-pub fn build(groups: TrendGroups, layout: &Layout, options: &TrendOptions) -> Result<TrendReport> {
-    let mut by_signature: BTreeMap<Vec<String>, BTreeMap<i64, u64>> = BTreeMap::new();
-    for (key, periods) in groups.groups {
-        let merged = by_signature.entry(layout.finish_signature(&key)).or_default();
-        for (period, n) in periods {
-            *merged.entry(period).or_insert(0) += n;
-        }
-    }
+/// Lays every series over the same contiguous periods (from the first failure's period to
+/// the last's) and orders series as `rank` orders buckets.
+pub fn build(periods: Periods, layout: &Layout, options: &TrendOptions) -> Result<TrendReport> {
+    debug_assert_eq!(periods.every, options.every);
+    let by_signature = periods.counts;
     let first = by_signature.values().filter_map(|p| p.keys().next()).min().copied();
     let last = by_signature.values().filter_map(|p| p.keys().next_back()).max().copied();
     let starts: Vec<i64> = match (first, last) {
@@ -224,7 +239,7 @@ impl TrendReport {
 
 /// The trend a page draws beside a ranking: the hourly counts coarsened to the period length
 /// that suits their span. A span too long to lay out gives no periods, and the reason.
-pub fn for_page(hourly: TrendGroups, layout: &Layout, options: TrendOptions, by_category: bool) -> (TrendReport, Option<anyhow::Error>) {
+pub fn for_page(hourly: Periods, layout: &Layout, options: TrendOptions, by_category: bool) -> (TrendReport, Option<anyhow::Error>) {
     let every = hourly.fitting_every();
     let options = TrendOptions { every, ..options };
     let (trend, why) = match build(hourly.coarsen(every), layout, &options) {

@@ -68,7 +68,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Json => report::json::render(&result)?,
         OutputFormat::Csv => report::csv::diff(&result),
         OutputFormat::Markdown => report::markdown::diff(&result, &args.old, &args.new),
-        OutputFormat::Parquet | OutputFormat::Html => unreachable!("refused by format()"),
+        OutputFormat::Parquet | OutputFormat::Html | OutputFormat::State => unreachable!("refused by format()"),
     };
     storage.write(&args.output.destination(), &bytes)?;
     Ok(if args.fail_on_new && !result.new.is_empty() { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })

@@ -8,7 +8,7 @@ use dlqf::analyze::health::{self, DailyCounts, HealthOptions, TopicDays, DEFAULT
 use dlqf::source::Window;
 use dlqf::report::{self, OutputFormat};
 
-use super::inputs::{InputArgs, OutputArgs};
+use super::inputs::{write_state, InputArgs, Loaded, OutputArgs, Read};
 use super::{UsageError, EXIT_ALERT};
 
 /// Depth, failures per UTC day, growth per day and a healthy/warning/critical status, for the
@@ -64,7 +64,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.window_days == 0 {
         return Err(UsageError("--window-days must be at least 1".into()).into());
     }
-    let format = args.output.format("health", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown])?;
+    let writes = [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::State];
+    let format = args.output.format("health", &writes)?;
+    let writes_state = format == OutputFormat::State;
     let prepared = args.input.prepare(Window::default())?;
     let fields = prepared.profile.signature_names();
     let by = args.by.clone().or_else(|| prepared.profile.origin.topic.clone().filter(|f| fields.contains(f)));
@@ -74,18 +76,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })?),
         None => None,
     };
-    let (acc, tally) = prepared.scan().fold(&prepared.inputs, || (DailyCounts::default(), part.map(TopicDays::new)))?;
-    prepared.check_rejects(&tally)?;
-    let (whole, topics) = acc;
+    let Loaded { storage, profile, layout, read, rejected } =
+        prepared.load(|| (DailyCounts::default(), part.map(TopicDays::new)), writes_state)?;
+    let (whole, topics) = match read {
+        Read::Partial(partial) if writes_state => {
+            write_state(&storage, &profile, &layout, &partial, &args.output.destination())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Read::Partial(partial) => (partial.summary.days(), part.map(|p| partial.summary.topic_days(p))),
+        Read::Dumps((whole, topics)) => (whole, topics.map(|t| t.finish(&layout))),
+    };
     let options = HealthOptions { warn, critical: args.critical, window_days: args.window_days };
-    let health = health::build(whole, by.zip(topics), &prepared.layout, tally.rejected, &options)?;
+    let health = health::build(whole, by.zip(topics), rejected, &options)?;
     let bytes = match format {
         OutputFormat::Table => report::table::health(&health),
         OutputFormat::Json => report::json::render(&health)?,
         OutputFormat::Csv => report::csv::health(&health),
         OutputFormat::Markdown => report::markdown::health(&health),
-        OutputFormat::Parquet | OutputFormat::Html => unreachable!("refused by format()"),
+        OutputFormat::Parquet | OutputFormat::Html | OutputFormat::State => unreachable!("refused by format() or written above"),
     };
-    prepared.storage.write(&args.output.destination(), &bytes)?;
+    storage.write(&args.output.destination(), &bytes)?;
     Ok(if args.fail_on_critical && health.any_critical() { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
 }

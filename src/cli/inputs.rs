@@ -8,7 +8,9 @@ use dlqf::profile::Profile;
 use dlqf::report::OutputFormat;
 use dlqf::source::layout::Layout;
 use dlqf::messages::{self, Progress};
-use dlqf::source::{self, Accumulator, Input, Scan, Tally, Window};
+use dlqf::analyze::summary::HourlyGroups;
+use dlqf::source::{self, Accumulator, Format, Input, Reject, Scan, Tally, Window};
+use dlqf::state::{self, InputRecord, Partial, RejectRecord, Rules};
 use dlqf::storage::{Location, Storage};
 use dlqf::timestamp;
 
@@ -51,6 +53,7 @@ pub struct InputArgs {
 #[derive(clap::Args, Debug)]
 pub struct OutputArgs {
     /// Report format (default: from the -o file name, else table). parquet and html: rank only.
+    /// state: a partial state (dlqf.state/1) that rank, trend and health take as an input.
     #[arg(long, value_parser = format_parser())]
     pub format: Option<OutputFormat>,
 
@@ -97,8 +100,15 @@ pub struct Loaded<A> {
     pub storage: Storage,
     pub profile: Profile,
     pub layout: Layout,
-    pub acc: A,
-    pub tally: Tally,
+    pub read: Read<A>,
+    pub rejected: u64,
+}
+
+/// What an analysis read: straight from dumps into the command's own accumulator, or (when
+/// states are among the inputs, or a state is written) everything merged per signature and hour.
+pub enum Read<A> {
+    Dumps(A),
+    Partial(Partial),
 }
 
 impl InputArgs {
@@ -129,35 +139,27 @@ impl InputArgs {
             (a, b) => a.or(b),
         };
         let storage = Storage::new();
-        let inputs = source::prune_partitions(source::inputs(&storage, &self.inputs)?, window);
-        if inputs.is_empty() {
+        let (states, dumps): (Vec<Input>, Vec<Input>) = source::inputs(&storage, &self.inputs)?.into_iter().partition(|i| i.format == Format::State);
+        let inputs = source::prune_partitions(dumps, window);
+        if inputs.is_empty() && states.is_empty() {
             messages::warning(format!("no dump files found in {}", self.inputs.join(" ")));
         }
         let layout = Layout::new(&profile);
         let total_bytes: u64 = inputs.iter().filter_map(|i: &Input| i.size).sum();
         let progress = Progress::for_bytes(total_bytes, !self.no_progress);
-        Ok(Prepared { storage, profile, layout, inputs, window, progress, strict: self.strict })
+        Ok(Prepared { storage, profile, layout, inputs, states, window, progress, strict: self.strict })
     }
 
-    /// Scans the inputs through the profile into one accumulator, reporting rejected rows.
-    pub fn load<A, F>(&self, make: F) -> Result<Loaded<A>>
-    where
-        A: Accumulator,
-        F: Fn() -> A + Sync,
-    {
-        let prepared = self.prepare(Window::default())?;
-        let (acc, tally) = prepared.scan().fold(&prepared.inputs, make)?;
-        prepared.check_rejects(&tally)?;
-        let Prepared { storage, profile, layout, .. } = prepared;
-        Ok(Loaded { storage, profile, layout, acc, tally })
-    }
 }
 
 pub struct Prepared {
     pub storage: Storage,
     pub profile: Profile,
     pub layout: Layout,
+    /// Dumps to read.
     pub inputs: Vec<Input>,
+    /// Partial states among the inputs.
+    pub states: Vec<Input>,
     pub window: Window,
     pub progress: Progress,
     strict: bool,
@@ -170,24 +172,131 @@ impl Prepared {
 
     /// Names the first rejected rows on stderr; under --strict any of them is an error.
     pub fn check_rejects(&self, tally: &Tally) -> Result<()> {
-        report_rejects(tally);
-        if self.strict && tally.rejected > 0 {
-            bail!("{} rows could not be read (--strict)", tally.rejected);
+        self.check_rejected(tally.rejected, &tally.rejects)
+    }
+
+    fn check_rejected(&self, rejected: u64, named: &[Reject]) -> Result<()> {
+        report_rejects(rejected, named);
+        if self.strict && rejected > 0 {
+            bail!("{rejected} rows could not be read (--strict)");
         }
         Ok(())
     }
+
+    /// For commands that read rows: partial states hold none.
+    pub fn refuse_states(&self, command: &str) -> Result<()> {
+        match self.states.first() {
+            Some(state) => Err(UsageError(format!("{}: a partial state holds counts, not rows: {command} reads dumps", state.display)).into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads the inputs: dumps alone straight into the accumulator `make` builds, in parallel;
+    /// with states among the inputs, or when `writes_state`, everything into one partial.
+    pub fn load<A, F>(self, make: F, writes_state: bool) -> Result<Loaded<A>>
+    where
+        A: Accumulator,
+        F: Fn() -> A + Sync,
+    {
+        let (read, rejected) = if self.states.is_empty() && !writes_state {
+            let (acc, tally) = self.scan().fold(&self.inputs, make)?;
+            self.check_rejects(&tally)?;
+            (Read::Dumps(acc), tally.rejected)
+        } else {
+            let partial = self.partial(writes_state)?;
+            let rejected = partial.rejected();
+            (Read::Partial(partial), rejected)
+        };
+        let Prepared { storage, profile, layout, .. } = self;
+        Ok(Loaded { storage, profile, layout, read, rejected })
+    }
+
+    /// States read and checked (same rules, no dump covered twice), merged with the dumps read
+    /// per signature and hour; cut to the window unless the partial becomes a state.
+    fn partial(&self, writes_state: bool) -> Result<Partial> {
+        self.check_window(writes_state)?;
+        let rules = Rules::of(&self.profile);
+        let mut states = Vec::new();
+        for input in &self.states {
+            for state in state::read(&self.storage.read_all(&input.location)?, &input.display)? {
+                state::check_rules(&state, &rules)?;
+                states.push(state);
+            }
+        }
+        let mut records: Vec<InputRecord> = self.inputs.iter().map(input_record).collect();
+        let covered = records.iter().map(|r| (r.name.as_str(), "this run's inputs"));
+        let in_states = states.iter().flat_map(|s| s.partial.inputs.iter().map(|r| (r.name.as_str(), s.origin.as_str())));
+        state::check_overlap(covered.chain(in_states))?;
+        let (hourly, tally) = self.scan().fold(&self.inputs, HourlyGroups::default)?;
+        records.iter_mut().zip(&tally.rejected_by_input).for_each(|(r, &n)| r.rejected = n);
+        records.sort_by(|a, b| a.name.cmp(&b.name));
+        let rejects = tally.rejects.iter().map(|r| RejectRecord { input: r.input.clone(), line: r.line, reason: r.reason.clone() }).collect();
+        let mut partial = Partial { summary: hourly.finish(&self.layout), inputs: records, rejects };
+        for state in states {
+            partial.merge(state.partial);
+        }
+        if !writes_state {
+            partial = partial.within(self.window);
+        }
+        self.check_rejected(partial.rejected(), &partial.named_rejects())?;
+        Ok(partial)
+    }
+
+    /// A state keeps every hour of its inputs, so none is written for a window; a window over
+    /// states must fall on whole hours, which states count in.
+    fn check_window(&self, writes_state: bool) -> Result<()> {
+        let bounds = [("--since", self.window.since), ("--until", self.window.until)];
+        for (flag, bound) in bounds {
+            let Some(at) = bound else { continue };
+            if writes_state {
+                return Err(UsageError(format!("{flag}: a state keeps every hour of its inputs; give the window when reading states")).into());
+            }
+            if at.rem_euclid(HOUR) != 0 {
+                let hour = timestamp::format_micros(at - at.rem_euclid(HOUR));
+                return Err(UsageError(format!(
+                    "{flag} {}: states count failures per whole hour, so a window over states starts and ends on the hour (e.g. {hour})",
+                    timestamp::format_micros(at)
+                ))
+                .into());
+            }
+        }
+        Ok(())
+    }
+
 }
 
-pub fn report_rejects(tally: &Tally) {
-    if tally.rejected == 0 {
+const HOUR: i64 = 3_600_000_000;
+
+/// Writes `partial` as a state to `destination`.
+pub fn write_state(storage: &Storage, profile: &Profile, layout: &Layout, partial: &Partial, destination: &Location) -> Result<()> {
+    let bytes = state::write(&Rules::of(profile), layout, partial)?;
+    storage.write(destination, &bytes)
+}
+
+/// A dump as a state records it: its identity (absolute path or URL), size and version.
+fn input_record(input: &Input) -> InputRecord {
+    let (name, modified) = match &input.location {
+        Location::File(p) => {
+            let name = p.canonicalize().map(|c| c.to_string_lossy().into_owned()).unwrap_or_else(|_| input.display.clone());
+            let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok().map(|t| timestamp::format_micros(chrono::DateTime::<chrono::Utc>::from(t).timestamp_micros()));
+            (name, modified)
+        }
+        Location::S3 { .. } => (input.display.clone(), None),
+        Location::Std => ("-".to_string(), None),
+    };
+    InputRecord { name, size: input.size, modified, etag: input.etag.clone(), rejected: 0 }
+}
+
+pub fn report_rejects(rejected: u64, named: &[Reject]) {
+    if rejected == 0 {
         return;
     }
-    for reject in tally.rejects.iter().take(SHOWN_REJECTS) {
+    for reject in named.iter().take(SHOWN_REJECTS) {
         messages::line(&reject.to_string());
     }
-    let shown = tally.rejects.len().min(SHOWN_REJECTS) as u64;
-    if tally.rejected > shown {
-        messages::line(&format!("… and {} more", tally.rejected - shown));
+    let shown = named.len().min(SHOWN_REJECTS) as u64;
+    if rejected > shown {
+        messages::line(&format!("… and {} more", rejected - shown));
     }
-    messages::message(format!("{} rows rejected (counted in the report; --strict makes this an error)", tally.rejected));
+    messages::message(format!("{rejected} rows rejected (counted in the report; --strict makes this an error)"));
 }

@@ -77,6 +77,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let bound = |v: &Option<String>| v.as_deref().map(|t| timestamp::parse_bound(t, now)).transpose().map_err(UsageError);
     let filter_window = Window { since: bound(&policy.filter.since)?, until: bound(&policy.filter.until)? };
     let prepared = args.input.prepare(filter_window)?;
+    prepared.refuse_states("plan")?;
     policy.check_fields(&prepared.profile.signature_names()).map_err(|e| UsageError(format!("policy: {e:#}")))?;
     let planner = Planner::new(&prepared.profile, &prepared.layout, &policy, &fixes);
 

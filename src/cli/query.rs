@@ -58,9 +58,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let storage = Storage::new();
     let inputs = source::inputs(&storage, &args.inputs)?;
+    if let Some(state) = inputs.iter().find(|i| i.format == source::Format::State) {
+        return Err(UsageError(format!("{}: a partial state holds counts, not rows: query reads dumps", state.display)).into());
+    }
     let progress = Progress::for_bytes(inputs.iter().filter_map(|i| i.size).sum(), !args.no_progress);
     let table = RawTable::read(&storage, &inputs, &progress)?;
-    super::inputs::report_rejects(&table.tally);
+    super::inputs::report_rejects(table.tally.rejected, &table.tally.rejects);
     let df = sql::query(&table, &text)?;
     let rows = dlqf::values::rows(&df)?;
     let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();

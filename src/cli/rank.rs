@@ -9,7 +9,9 @@ use dlqf::analyze::SignatureGroups;
 use dlqf::messages;
 use dlqf::report::{self, OutputFormat};
 
-use super::inputs::{InputArgs, OutputArgs};
+use dlqf::source::Window;
+
+use super::inputs::{InputArgs, write_state, Loaded, OutputArgs, Read};
 use super::{UsageError, EXIT_ALERT};
 
 /// Rank failure signatures by count: the dominant cause first.
@@ -62,22 +64,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // The HTML page also draws trend lines: count per hour in the same scan, then choose the
     // period length that suits the data's span.
     let html = format == OutputFormat::Html;
-    let loaded = args.input.load(|| (SignatureGroups::default(), html.then(|| TrendGroups::new(Every::Hour))))?;
-    let (groups, hourly) = loaded.acc;
-    let mut buckets = rank::ranked_buckets(groups, &loaded.layout);
-    let mut signature_fields = loaded.profile.signature_names();
+    let prepared = args.input.prepare(Window::default())?;
+    let writes_state = format == OutputFormat::State;
+    let Loaded { storage, profile, layout, read, rejected } =
+        prepared.load(|| (SignatureGroups::default(), html.then(|| TrendGroups::new(Every::Hour))), writes_state)?;
+    let (groups, hourly) = match read {
+        Read::Partial(partial) if writes_state => {
+            write_state(&storage, &profile, &layout, &partial, &args.output.destination())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Read::Partial(partial) => (partial.summary.groups(), html.then(|| partial.summary.periods(Every::Hour))),
+        Read::Dumps((groups, hourly)) => (groups.finish(&layout), hourly.map(|h| h.finish(&layout))),
+    };
+    let mut buckets = rank::ranked(groups, &layout);
+    let mut signature_fields = profile.signature_names();
     if args.by == GroupBy::Category {
         buckets = rank::by_category(buckets);
         signature_fields = vec!["category".into()];
     }
     let options = RankOptions {
-        profile: loaded.profile.name.clone(),
+        profile: profile.name.clone(),
         signature_fields,
         alert_share: args.alert_share,
         top: args.top,
-        category_column: args.by == GroupBy::Signature && !loaded.profile.category_in_signature(),
+        category_column: args.by == GroupBy::Signature && !profile.category_in_signature(),
     };
-    let ranking = rank::build(&buckets, loaded.tally.rejected, &options);
+    let ranking = rank::build(&buckets, rejected, &options);
     let bytes = match format {
         OutputFormat::Table => report::table::rank(&ranking),
         OutputFormat::Json => report::json::render(&ranking)?,
@@ -86,18 +98,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Parquet => report::parquet::rank(&ranking)?,
         OutputFormat::Html => {
             let hourly = hourly.expect("counted per hour for html");
-            let signature_fields = loaded.profile.signature_names();
+            let signature_fields = profile.signature_names();
             let trend_options =
                 TrendOptions { profile: options.profile.clone(), signature_fields, every: Every::Hour, window: DEFAULT_WINDOW, category_column: options.category_column };
             // A span too long to draw leaves the page without trend lines, not without a report.
-            let (trend, why) = trend::for_page(hourly, &loaded.layout, trend_options, args.by == GroupBy::Category);
+            let (trend, why) = trend::for_page(hourly, &layout, trend_options, args.by == GroupBy::Category);
             if let Some(e) = why {
                 messages::warning(format!("no trend lines in the report: {e:#}"));
             }
             report::html::rank(&ranking, &trend)
         }
+        OutputFormat::State => unreachable!("written above"),
     };
-    loaded.storage.write(&args.output.destination(), &bytes)?;
+    storage.write(&args.output.destination(), &bytes)?;
     let alert = ranking.dominant.as_ref().is_some_and(|d| d.alert);
     Ok(if args.fail_on_dominant && alert { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
 }

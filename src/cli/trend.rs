@@ -8,7 +8,9 @@ use clap::builder::TypedValueParser;
 use dlqf::analyze::trend::{self, Every, TrendGroups, TrendOptions, DEFAULT_WINDOW};
 use dlqf::report::{self, OutputFormat};
 
-use super::inputs::{InputArgs, OutputArgs};
+use dlqf::source::Window;
+
+use super::inputs::{write_state, InputArgs, Loaded, OutputArgs, Read};
 use super::UsageError;
 
 /// Count failures per signature per UTC hour, day or week, and say what changed.
@@ -61,17 +63,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.window == 0 {
         return Err(UsageError("--window must be at least 1".into()).into());
     }
-    let format = args.output.format("trend", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown])?;
+    let writes = [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::State];
+    let format = args.output.format("trend", &writes)?;
     let every = args.every;
-    let loaded = args.input.load(|| TrendGroups::new(every))?;
+    let writes_state = format == OutputFormat::State;
+    let Loaded { storage, profile, layout, read, .. } = args.input.prepare(Window::default())?.load(|| TrendGroups::new(every), writes_state)?;
+    let periods = match read {
+        Read::Partial(partial) if writes_state => {
+            write_state(&storage, &profile, &layout, &partial, &args.output.destination())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Read::Partial(partial) => partial.summary.periods(every),
+        Read::Dumps(groups) => groups.finish(&layout),
+    };
     let options = TrendOptions {
-        profile: loaded.profile.name.clone(),
-        signature_fields: loaded.profile.signature_names(),
+        profile: profile.name.clone(),
+        signature_fields: profile.signature_names(),
         every,
         window: args.window,
-        category_column: !loaded.profile.category_in_signature(),
+        category_column: !profile.category_in_signature(),
     };
-    let mut trend = trend::build(loaded.acc, &loaded.layout, &options)?;
+    let mut trend = trend::build(periods, &layout, &options)?;
     if args.by == super::rank::GroupBy::Category {
         trend = trend::by_category(trend);
     }
@@ -84,8 +96,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Json => report::json::render(&trend)?,
         OutputFormat::Csv => report::csv::trend(&trend),
         OutputFormat::Markdown => report::markdown::trend(&trend),
-        OutputFormat::Parquet | OutputFormat::Html => unreachable!("refused by format()"),
+        OutputFormat::Parquet | OutputFormat::Html | OutputFormat::State => unreachable!("refused by format() or written above"),
     };
-    loaded.storage.write(&args.output.destination(), &bytes)?;
+    storage.write(&args.output.destination(), &bytes)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,9 @@ use regex::Regex;
 const MAX_BYTES: usize = 3000;
 const MAX_TOKENS: usize = 100;
 pub const PLACEHOLDER: &str = "<*>";
+/// Changes whenever a rule below changes what a message's template is, so partial states made
+/// under other rules are refused rather than merged into different buckets.
+pub const RULES_VERSION: u32 = 1;
 
 static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
     // A quote opens only at the start or after whitespace/punctuation, so "can't" stays a word.

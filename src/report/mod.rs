@@ -20,12 +20,21 @@ pub enum OutputFormat {
     Markdown,
     Parquet,
     Html,
+    /// A partial state (`dlqf.state/1`) to merge later, not a report.
+    State,
 }
 
 impl OutputFormat {
-    pub const NAMES: &'static [&'static str] = &["table", "json", "csv", "markdown", "parquet", "html"];
-    pub const ALL: [OutputFormat; 6] =
-        [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::Parquet, OutputFormat::Html];
+    pub const NAMES: &'static [&'static str] = &["table", "json", "csv", "markdown", "parquet", "html", "state"];
+    pub const ALL: [OutputFormat; 7] = [
+        OutputFormat::Table,
+        OutputFormat::Json,
+        OutputFormat::Csv,
+        OutputFormat::Markdown,
+        OutputFormat::Parquet,
+        OutputFormat::Html,
+        OutputFormat::State,
+    ];
 
     pub fn from_name(name: &str) -> Option<OutputFormat> {
         Some(match name {
@@ -35,6 +44,7 @@ impl OutputFormat {
             "markdown" | "md" => OutputFormat::Markdown,
             "parquet" => OutputFormat::Parquet,
             "html" => OutputFormat::Html,
+            "state" => OutputFormat::State,
             _ => return None,
         })
     }
@@ -48,6 +58,7 @@ impl OutputFormat {
             "parquet" => Some(OutputFormat::Parquet),
             "txt" => Some(OutputFormat::Table),
             "html" | "htm" => Some(OutputFormat::Html),
+            "state" => Some(OutputFormat::State),
             _ => None,
         }
     }
@@ -60,6 +71,7 @@ impl OutputFormat {
             OutputFormat::Markdown => "markdown",
             OutputFormat::Parquet => "parquet",
             OutputFormat::Html => "html",
+            OutputFormat::State => "state",
         }
     }
 

@@ -43,6 +43,8 @@ pub enum Compression {
 pub enum Format {
     Parquet,
     Jsonl(Compression),
+    /// A partial state (`dlqf.state/1`): counts, not rows; read by `state`, not decoded here.
+    State,
 }
 
 /// One concrete input with a known format.
@@ -53,6 +55,8 @@ pub struct Input {
     pub location: Location,
     pub format: Format,
     pub size: Option<u64>,
+    /// S3 objects: the ETag when listed.
+    pub etag: Option<String>,
 }
 
 /// Resolves input arguments into inputs sorted by name (byte order), so results never depend
@@ -76,7 +80,7 @@ pub fn inputs(storage: &Storage, args: &[String]) -> Result<Vec<Input>> {
                 Location::File(p) => p.canonicalize().unwrap_or_else(|_| p.clone()).to_string_lossy().into_owned(),
                 _ => display.clone(),
             };
-            found.push((Input { display, location: object.location, format, size: object.size }, same));
+            found.push((Input { display, location: object.location, format, size: object.size, etag: object.etag }, same));
         }
     }
     found.sort_by(|a, b| a.0.display.cmp(&b.0.display).then_with(|| a.1.cmp(&b.1)));
@@ -84,10 +88,13 @@ pub fn inputs(storage: &Storage, args: &[String]) -> Result<Vec<Input>> {
     Ok(found.into_iter().filter(|(_, same)| seen.insert(same.clone())).map(|(input, _)| input).collect())
 }
 
-/// The format a file name implies: `.parquet`/`.pq`, or `.jsonl`/`.ndjson`/`.json` with an
-/// optional `.gz`/`.zst`.
+/// The format a file name implies: `.parquet`/`.pq`, `.jsonl`/`.ndjson`/`.json` with an
+/// optional `.gz`/`.zst`, or `.state`.
 pub fn format_from_name(name: &str) -> Option<Format> {
     let name = name.to_lowercase();
+    if name.ends_with(".state") {
+        return Some(Format::State);
+    }
     let (stem, compression) = if let Some(s) = name.strip_suffix(".gz") {
         (s, Compression::Gzip)
     } else if let Some(s) = name.strip_suffix(".zst").or_else(|| name.strip_suffix(".zstd")) {
@@ -110,10 +117,13 @@ fn sniff(storage: &Storage, location: &Location) -> Result<Format> {
     if location.is_std() {
         return Ok(Format::Jsonl(Compression::None));
     }
+    const STATE: &[u8] = b"{\"state\":\"dlqf.state/";
     let mut head = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(storage.open(location)?, 4), &mut head).with_context(|| format!("{location}: cannot read"))?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(storage.open(location)?, STATE.len() as u64), &mut head)
+        .with_context(|| format!("{location}: cannot read"))?;
     Ok(match head.as_slice() {
-        b"PAR1" => Format::Parquet,
+        [b'P', b'A', b'R', b'1', ..] => Format::Parquet,
+        head if head == STATE => Format::State,
         _ => Format::Jsonl(Compression::None),
     })
 }
@@ -172,25 +182,25 @@ impl Window {
 /// lies wholly outside the window, so they are never read. A partition's day is taken to be
 /// the day of the failures it holds.
 pub fn prune_partitions(inputs: Vec<Input>, window: Window) -> Vec<Input> {
+    inputs.into_iter().filter(|input| !partition_outside(&input.display, window)).collect()
+}
+
+/// Whether `name` lies in a hive day partition wholly outside the window.
+pub fn partition_outside(name: &str, window: Window) -> bool {
     if window.since.is_none() && window.until.is_none() {
-        return inputs;
+        return false;
     }
-    inputs
-        .into_iter()
-        .filter(|input| {
-            let day = input.display.split('/').find_map(|part| {
-                let value = part.strip_prefix("dt=").or_else(|| part.strip_prefix("date="))?;
-                crate::timestamp::parse_rfc3339(&format!("{value}T00:00:00Z"))
-            });
-            match day {
-                None => true,
-                Some(start) => {
-                    let end = start + 86_400_000_000;
-                    window.since.is_none_or(|s| end > s) && window.until.is_none_or(|u| start < u)
-                }
-            }
-        })
-        .collect()
+    let day = name.split('/').find_map(|part| {
+        let value = part.strip_prefix("dt=").or_else(|| part.strip_prefix("date="))?;
+        crate::timestamp::parse_rfc3339(&format!("{value}T00:00:00Z"))
+    });
+    match day {
+        None => false,
+        Some(start) => {
+            let end = start + 86_400_000_000;
+            !(window.since.is_none_or(|s| end > s) && window.until.is_none_or(|u| start < u))
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -213,6 +223,8 @@ pub struct Tally {
     pub outside_window: u64,
     pub rejected: u64,
     pub rejects: Vec<Reject>,
+    /// Rejected rows of each input, in input order (`fold` only).
+    pub rejected_by_input: Vec<u64>,
 }
 
 /// A scan of inputs through a profile's layout and a time window.
@@ -293,6 +305,7 @@ impl Scan<'_> {
 
     fn pieces<'s>(&'s self, opener: &Opener, input: &Input) -> Result<Pieces<'s>> {
         Ok(match input.format {
+            Format::State => anyhow::bail!("{}: a partial state holds counts, not rows: rank, trend and health read it", input.display),
             Format::Jsonl(compression) => Pieces::Lines(jsonl::chunks(opener, input, compression)?),
             Format::Parquet => {
                 let source = ParquetSource::open(self.storage, input)?;
@@ -351,7 +364,9 @@ impl Scan<'_> {
             let (part, mut piece_tallies) = folded?;
             acc.merge(part);
             piece_tallies.sort_by_key(|(index, _)| *index);
+            let before = tally.rejected;
             rows::absorb(&mut tally, &input.display, piece_tallies.into_iter().map(|(_, t)| t));
+            tally.rejected_by_input.push(tally.rejected - before);
         }
         self.progress.finish();
         Ok((acc, tally))

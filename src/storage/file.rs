@@ -32,7 +32,7 @@ pub(super) fn list(arg: &str, path: &Path) -> Result<Vec<Found>> {
 fn collect(path: &Path, explicit: bool, out: &mut Vec<Found>) -> Result<()> {
     let size = |p: &Path| std::fs::metadata(p).ok().map(|m| m.len());
     if path.is_file() {
-        out.push(Found { location: Location::File(path.to_path_buf()), size: size(path), explicit });
+        out.push(Found { location: Location::File(path.to_path_buf()), size: size(path), etag: None, explicit });
         return Ok(());
     }
     for entry in WalkDir::new(path).follow_links(true).sort_by_file_name() {
@@ -42,7 +42,7 @@ fn collect(path: &Path, explicit: bool, out: &mut Vec<Found>) -> Result<()> {
             continue;
         }
         if entry.file_type().is_file() {
-            out.push(Found { location: Location::File(entry.path().to_path_buf()), size: size(entry.path()), explicit: false });
+            out.push(Found { location: Location::File(entry.path().to_path_buf()), size: size(entry.path()), etag: None, explicit: false });
         }
     }
     Ok(())

@@ -69,6 +69,8 @@ impl fmt::Display for Location {
 pub struct Found {
     pub location: Location,
     pub size: Option<u64>,
+    /// S3 objects: the ETag, which changes when the object does.
+    pub etag: Option<String>,
     /// Named by the argument itself (read whatever its name), not found inside a folder or
     /// prefix or by a glob (read only when its name says it is a dump).
     pub explicit: bool,
@@ -90,7 +92,7 @@ impl Storage {
     /// (one object, a prefix, a glob). Errors name the argument when it names nothing.
     pub fn list(&self, arg: &str) -> Result<Vec<Found>> {
         match Location::parse(arg)? {
-            Location::Std => Ok(vec![Found { location: Location::Std, size: None, explicit: true }]),
+            Location::Std => Ok(vec![Found { location: Location::Std, size: None, etag: None, explicit: true }]),
             Location::File(path) => file::list(arg, &path),
             Location::S3 { bucket, key } => self.s3.list(arg, &bucket, &key),
         }

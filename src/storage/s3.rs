@@ -65,15 +65,16 @@ impl Clients {
             None => key.trim_end_matches('/').to_string(),
         };
         let pattern = glob_at.map(|_| glob::Pattern::new(key)).transpose().with_context(|| format!("{url}: invalid glob pattern"))?;
-        let object = |key: &str, size: u64, explicit: bool| Found {
+        let object = |key: &str, meta: &object_store::ObjectMeta, explicit: bool| Found {
             location: Location::S3 { bucket: bucket.to_string(), key: key.to_string() },
-            size: Some(size),
+            size: Some(meta.size),
+            etag: meta.e_tag.clone(),
             explicit,
         };
         if pattern.is_none() && !key.is_empty() && !key.ends_with('/') {
             // One object, if the key names one (listing treats a prefix as a folder).
             match RUNTIME.block_on(store.head(&ObjectPath::from(key))) {
-                Ok(meta) => return Ok(vec![object(key, meta.size, true)]),
+                Ok(meta) => return Ok(vec![object(key, &meta, true)]),
                 Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(error(url, "cannot read", e)),
             }
@@ -94,7 +95,7 @@ impl Clients {
                     Some(p) => p.matches(&name),
                     None => key.is_empty() || name.starts_with(&folder),
                 };
-                (selected && !base.starts_with('.') && !base.starts_with('_')).then(|| object(&name, meta.size, false))
+                (selected && !base.starts_with('.') && !base.starts_with('_')).then(|| object(&name, &meta, false))
             })
             .collect();
         if found.is_empty() {

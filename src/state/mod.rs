@@ -1,0 +1,155 @@
+//! Partial states (`dlqf.state/1`): what a run read, summarised per signature and hour so it can
+//! be saved, shipped and merged into the exact report of one run over every underlying dump.
+
+mod file;
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::analyze::summary::Summary;
+use crate::profile::Profile;
+use crate::source::{Reject, Window, NAMED_REJECTS};
+
+pub use file::{read, write};
+
+pub const FORMAT: &str = "dlqf.state/1";
+
+/// The profile a state was made with: a state merges only with states and dumps read the same way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rules {
+    pub profile: String,
+    pub signature_fields: Vec<String>,
+    /// `sha256:` of everything that decides a row's signature and category: id and time
+    /// fields, signature fields with their normalisers, the category rules and the templating
+    /// rules' version.
+    pub rules: String,
+}
+
+impl Rules {
+    pub fn of(profile: &Profile) -> Rules {
+        let signature: Vec<String> = profile
+            .signature
+            .iter()
+            .map(|s| format!("{}|{:?}|{}|{:?}", s.field, s.normalizer, s.required, s.field_type))
+            .collect();
+        let categories: Vec<(&String, &Vec<String>, &Vec<String>)> =
+            profile.classifier.rules.iter().map(|(name, rule)| (name, &rule.types, &rule.patterns)).collect();
+        let canonical = serde_json::json!({
+            "id": [&profile.id_field, format!("{:?}", profile.id_type)],
+            "time": &profile.time_field,
+            "signature": signature,
+            "category": format!("{:?}", profile.category),
+            "categories": categories,
+            "templates": crate::profile::template::RULES_VERSION,
+        });
+        let digest = Sha256::digest(canonical.to_string().as_bytes());
+        Rules { profile: profile.name.clone(), signature_fields: profile.signature_names(), rules: format!("sha256:{digest:x}") }
+    }
+
+    fn describe(&self) -> String {
+        format!("profile `{}` (signature {}; rules {})", self.profile, self.signature_fields.join(", "), &self.rules[..self.rules.len().min(19)])
+    }
+}
+
+/// One dump a state covers, as it was when read: enough to tell it apart from any other and to
+/// see that it changed since.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputRecord {
+    /// The dump's identity: an absolute path or an s3:// URL (`-` for stdin, never matched).
+    pub name: String,
+    pub size: Option<u64>,
+    /// Local files: the modification time.
+    pub modified: Option<String>,
+    /// S3 objects: the ETag.
+    pub etag: Option<String>,
+    /// Rows of this dump that could not be read.
+    pub rejected: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RejectRecord {
+    pub input: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+/// A summary with what it covers: the body of a state file, or several merged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Partial {
+    pub summary: Summary,
+    /// Sorted by name.
+    pub inputs: Vec<InputRecord>,
+    /// The first `NAMED_REJECTS` rejected rows by input name, then line.
+    pub rejects: Vec<RejectRecord>,
+}
+
+impl Partial {
+    pub fn rejected(&self) -> u64 {
+        self.inputs.iter().map(|i| i.rejected).sum()
+    }
+
+    /// Adds another partial; the caller has checked that they cover different dumps.
+    pub fn merge(&mut self, other: Partial) {
+        self.summary.merge(other.summary);
+        self.inputs.extend(other.inputs);
+        self.inputs.sort_by(|a, b| a.name.cmp(&b.name));
+        self.rejects.extend(other.rejects);
+        self.rejects.sort_by(|a, b| (&a.input, a.line).cmp(&(&b.input, b.line)));
+        self.rejects.truncate(NAMED_REJECTS);
+    }
+
+    /// Only what falls inside `window` (bounds on whole hours): the hours, and the rejected
+    /// rows of dumps whose day partition the window keeps (as a run over the dumps would).
+    pub fn within(self, window: Window) -> Partial {
+        let kept = |name: &str| !crate::source::partition_outside(name, window);
+        let inputs: Vec<InputRecord> = self.inputs.into_iter().map(|i| InputRecord { rejected: if kept(&i.name) { i.rejected } else { 0 }, ..i }).collect();
+        let rejects = self.rejects.into_iter().filter(|r| kept(&r.input)).collect();
+        Partial { summary: self.summary.within(window), inputs, rejects }
+    }
+
+    pub fn named_rejects(&self) -> Vec<Reject> {
+        self.rejects.iter().map(|r| Reject { input: r.input.clone(), line: r.line, reason: r.reason.clone() }).collect()
+    }
+}
+
+/// A state read from a file, with where it came from for messages.
+pub struct State {
+    /// `file` or `file#N` for the N-th state of a file holding several.
+    pub origin: String,
+    pub rules: Rules,
+    pub partial: Partial,
+}
+
+/// Refuses a state made with other rules than this run's, naming both.
+pub fn check_rules(state: &State, run: &Rules) -> Result<()> {
+    if state.rules != *run {
+        bail!(
+            "{}: made with {}, but this run uses {}: states merge only with states and dumps read the same way \
+             (give the same --profile and --classification)",
+            state.origin,
+            state.rules.describe(),
+            run.describe()
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a dump covered twice (by two states, or by a state and as an input of its own),
+/// which would count its failures twice. `covered` lists each dump with where it was seen.
+pub fn check_overlap<'a>(covered: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<()> {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (name, origin) in covered {
+        if name == "-" {
+            continue;
+        }
+        if let Some(first) = seen.insert(name, origin) {
+            bail!("{name} is covered twice, by {first} and by {origin}: its failures would be counted twice (give each dump once)");
+        }
+    }
+    Ok(())
+}
