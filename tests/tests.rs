@@ -20,4 +20,5 @@ mod rank;
 mod replay;
 mod s3;
 mod sqs;
+mod states;
 mod targets;
