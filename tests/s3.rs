@@ -58,6 +58,36 @@ fn dumps_in_s3_rank_exactly_like_the_same_dumps_on_disk() {
 
 #[test]
 #[ignore = "needs a loopback S3 server: make test runs it"]
+fn states_of_s3_dumps_record_their_etags_and_merge_from_s3() {
+    let dir = Dir::new();
+    let b = bucket("states");
+    dir.gen("local/dt=2026-10-01/part-0.jsonl", &["--rows", "800", "--seed", "51", "--days", "1"]);
+    dir.gen("local/dt=2026-10-02/part-0.parquet", &["--rows", "700", "--seed", "52", "--days", "1", "--start", "2026-10-02"]);
+    for key in ["dt=2026-10-01/part-0.jsonl", "dt=2026-10-02/part-0.parquet"] {
+        s3(&["put", &b, &format!("dlq/{key}"), dir.join(&format!("local/{key}")).to_str().unwrap()]);
+    }
+    // Each night's state written straight to S3, then every state under the prefix merged.
+    for day in ["2026-10-01", "2026-10-02"] {
+        let dumps = format!("s3://{b}/dlq/dt={day}/");
+        dir.command().args(["rank", &dumps, "-o", &format!("s3://{b}/states/dt={day}/day.state")]).ok();
+    }
+    let state = String::from_utf8(s3(&["get", &b, "states/dt=2026-10-01/day.state"])).unwrap();
+    let header: serde_json::Value = serde_json::from_str(state.lines().next().unwrap()).unwrap();
+    let input = &header["inputs"][0];
+    assert_eq!(input["name"], format!("s3://{b}/dlq/dt=2026-10-01/part-0.jsonl"));
+    assert!(input["etag"].as_str().is_some_and(|e| !e.is_empty()), "{header}");
+    let states = format!("s3://{b}/states/");
+    for command in [&["rank"][..], &["trend", "--every", "hour"], &["health"]] {
+        let from_states = dir.command().args(command).args([&states, "--format", "json"]).ok();
+        assert_eq!(from_states, dir.command().args(command).args(["local", "--format", "json"]).ok(), "{command:?}");
+    }
+    // The dumps and their states together would count every failure twice.
+    let run = dir.command().args(["rank", &states, &format!("s3://{b}/dlq/")]).expect_code(1);
+    assert!(run.stderr.contains("covered twice"), "{}", run.stderr);
+}
+
+#[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
 fn missing_buckets_and_keys_are_errors_naming_the_object_and_never_show_the_secret() {
     let dir = Dir::new();
     let b = bucket("missing");

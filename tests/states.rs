@@ -273,3 +273,31 @@ fn commands_that_read_rows_refuse_states() {
     let run = dir.command().args(["query", "s.state", "-e", "select count(*) from dlq"]).expect_code(2);
     assert!(run.stderr.contains("s.state: a partial state holds counts, not rows: query reads dumps"), "{}", run.stderr);
 }
+
+/// The Spark recipe (examples/spark) in local mode: a task per group of dumps writes a state,
+/// the driver merges them with dlqf, and the result is one `rank`'s answer to the byte.
+#[test]
+#[ignore = "needs pyspark: make test installs it"]
+fn spark_running_dlqf_per_partition_gives_one_ranks_exact_answer() {
+    let dir = Dir::new();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/spark/dlqf_states.py");
+    let mut rng = Rng(9);
+    for (profile, time_field, seed) in [("vision", "capture_timestamp", "43"), ("envelope", "last_failed_at", "44")] {
+        let dump = dir.gen(&format!("{profile}.jsonl"), &["--profile", profile, "--rows", "6000", "--seed", seed, "--days", "3", "--malformed", "0.005"]);
+        let files = split(&dir, &dump, profile, time_field, 100, &mut rng);
+        assert!(files.len() >= 250, "a few hundred dumps: {}", files.len());
+        let out = std::process::Command::new(crate::util::python())
+            .current_dir(dir.path())
+            .env("SPARK_LOCAL_IP", "127.0.0.1")
+            .env("PYSPARK_SUBMIT_ARGS", "--master local[2] --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 --conf spark.ui.enabled=false pyspark-shell")
+            .arg(&script)
+            .args(["--out", "merged.state", "--dlqf", env!("CARGO_BIN_EXE_dlqf"), "--partitions", "7", &format!("--profile={profile}"), profile])
+            .output()
+            .expect("run the Spark job");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let header: serde_json::Value = serde_json::from_str(dir.read("merged.state").lines().next().unwrap()).unwrap();
+        assert_eq!(header["inputs"].as_array().unwrap().len(), files.len(), "every dump once");
+        let merged = dir.command().args(["rank", "--profile", profile, "merged.state", "--format", "json"]).ok();
+        assert_eq!(merged, dir.command().args(["rank", "--profile", profile, profile, "--format", "json"]).ok(), "{profile}");
+    }
+}
