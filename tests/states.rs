@@ -110,6 +110,8 @@ fn merged_states_give_the_whole_runs_reports_for_any_split_order_and_threads() {
         json(&["rank"]),
         json(&["rank", "--by", "category", "--top", "3"]),
         vec!["rank", "--format", "csv"],
+        vec!["rank", "--format", "html"],
+        vec!["trend", "--every", "day", "--format", "markdown"],
         json(&["rank", "--since", "2026-10-02T05:00:00Z", "--until", "2026-10-04"]),
         json(&["trend", "--every", "hour"]),
         json(&["trend", "--every", "week"]),

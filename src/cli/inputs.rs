@@ -8,9 +8,8 @@ use dlqf::profile::Profile;
 use dlqf::report::OutputFormat;
 use dlqf::source::layout::Layout;
 use dlqf::messages::{self, Progress};
-use dlqf::analyze::summary::HourlyGroups;
 use dlqf::source::{self, Accumulator, Format, Input, Reject, Scan, Tally, Window};
-use dlqf::state::{self, InputRecord, Partial, RejectRecord, Rules};
+use dlqf::state::{self, Partial, Rules};
 use dlqf::storage::{Location, Storage};
 use dlqf::timestamp;
 
@@ -211,30 +210,10 @@ impl Prepared {
         Ok(Loaded { storage, profile, layout, read, rejected })
     }
 
-    /// States read and checked (same rules, no dump covered twice), merged with the dumps read
-    /// per signature and hour; cut to the window unless the partial becomes a state.
+    /// States and dumps read into one partial; cut to the window unless it becomes a state.
     fn partial(&self, writes_state: bool) -> Result<Partial> {
         self.check_window(writes_state)?;
-        let rules = Rules::of(&self.profile);
-        let mut states = Vec::new();
-        for input in &self.states {
-            for state in state::read(&self.storage.read_all(&input.location)?, &input.display)? {
-                state::check_rules(&state, &rules)?;
-                states.push(state);
-            }
-        }
-        let mut records: Vec<InputRecord> = self.inputs.iter().map(input_record).collect();
-        let covered = records.iter().map(|r| (r.name.as_str(), "this run's inputs"));
-        let in_states = states.iter().flat_map(|s| s.partial.inputs.iter().map(|r| (r.name.as_str(), s.origin.as_str())));
-        state::check_overlap(covered.chain(in_states))?;
-        let (hourly, tally) = self.scan().fold(&self.inputs, HourlyGroups::default)?;
-        records.iter_mut().zip(&tally.rejected_by_input).for_each(|(r, &n)| r.rejected = n);
-        records.sort_by(|a, b| a.name.cmp(&b.name));
-        let rejects = tally.rejects.iter().map(|r| RejectRecord { input: r.input.clone(), line: r.line, reason: r.reason.clone() }).collect();
-        let mut partial = Partial { summary: hourly.finish(&self.layout), inputs: records, rejects };
-        for state in states {
-            partial.merge(state.partial);
-        }
+        let mut partial = state::gather(&self.scan(), &self.profile, &self.inputs, &self.states)?;
         if !writes_state {
             partial = partial.within(self.window);
         }
@@ -271,20 +250,6 @@ const HOUR: i64 = 3_600_000_000;
 pub fn write_state(storage: &Storage, profile: &Profile, layout: &Layout, partial: &Partial, destination: &Location) -> Result<()> {
     let bytes = state::write(&Rules::of(profile), layout, partial)?;
     storage.write(destination, &bytes)
-}
-
-/// A dump as a state records it: its identity (absolute path or URL), size and version.
-fn input_record(input: &Input) -> InputRecord {
-    let (name, modified) = match &input.location {
-        Location::File(p) => {
-            let name = p.canonicalize().map(|c| c.to_string_lossy().into_owned()).unwrap_or_else(|_| input.display.clone());
-            let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok().map(|t| timestamp::format_micros(chrono::DateTime::<chrono::Utc>::from(t).timestamp_micros()));
-            (name, modified)
-        }
-        Location::S3 { .. } => (input.display.clone(), None),
-        Location::Std => ("-".to_string(), None),
-    };
-    InputRecord { name, size: input.size, modified, etag: input.etag.clone(), rejected: 0 }
 }
 
 pub fn report_rejects(rejected: u64, named: &[Reject]) {

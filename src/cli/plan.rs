@@ -130,12 +130,5 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn stamp(input: &Input) -> InputStamp {
-    let modified = match &input.location {
-        Location::File(p) => std::fs::metadata(p)
-            .and_then(|m| m.modified())
-            .ok()
-            .map(|t| timestamp::format_micros(chrono::DateTime::<chrono::Utc>::from(t).timestamp_micros())),
-        Location::Std | Location::S3 { .. } => None,
-    };
-    InputStamp { path: input.display.clone(), size: input.size, modified }
+    InputStamp { path: input.display.clone(), size: input.size, modified: input.modified() }
 }

@@ -59,6 +59,16 @@ pub struct Input {
     pub etag: Option<String>,
 }
 
+impl Input {
+    /// A local file's modification time (RFC 3339, UTC): with the size, how a reader sees that
+    /// a file changed since it was read.
+    pub fn modified(&self) -> Option<String> {
+        let Location::File(path) = &self.location else { return None };
+        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+        Some(crate::timestamp::format_micros(chrono::DateTime::<chrono::Utc>::from(modified).timestamp_micros()))
+    }
+}
+
 /// Resolves input arguments into inputs sorted by name (byte order), so results never depend
 /// on the order they were given in; a file named twice (or by name and through its folder)
 /// is read once, under the smallest of its names. Inside folders, prefixes and globs only

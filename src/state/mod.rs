@@ -2,6 +2,7 @@
 //! be saved, shipped and merged into the exact report of one run over every underlying dump.
 
 mod file;
+mod gather;
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use crate::profile::Profile;
 use crate::source::{Reject, Window, NAMED_REJECTS};
 
 pub use file::{read, write};
+pub use gather::gather;
 
 pub const FORMAT: &str = "dlqf.state/1";
 

@@ -1,0 +1,46 @@
+//! Everything a run reads as one partial: the states among its inputs, read and checked (same
+//! rules, no dump covered twice), and its dumps scanned per signature and hour.
+
+use anyhow::Result;
+
+use super::{check_overlap, check_rules, read, InputRecord, Partial, RejectRecord, Rules};
+use crate::analyze::summary::HourlyGroups;
+use crate::profile::Profile;
+use crate::source::{Input, Scan};
+use crate::storage::Location;
+
+/// The partial of `dumps` and `states` together, for the whole time they cover.
+pub fn gather(scan: &Scan, profile: &Profile, dumps: &[Input], states: &[Input]) -> Result<Partial> {
+    let rules = Rules::of(profile);
+    let mut read_states = Vec::new();
+    for input in states {
+        for state in read(&scan.storage.read_all(&input.location)?, &input.display)? {
+            check_rules(&state, &rules)?;
+            read_states.push(state);
+        }
+    }
+    let mut records: Vec<InputRecord> = dumps.iter().map(input_record).collect();
+    let covered = records.iter().map(|r| (r.name.as_str(), "this run's inputs"));
+    let in_states = read_states.iter().flat_map(|s| s.partial.inputs.iter().map(|r| (r.name.as_str(), s.origin.as_str())));
+    check_overlap(covered.chain(in_states))?;
+
+    let (hourly, tally) = scan.fold(dumps, HourlyGroups::default)?;
+    records.iter_mut().zip(&tally.rejected_by_input).for_each(|(r, &n)| r.rejected = n);
+    records.sort_by(|a, b| a.name.cmp(&b.name));
+    let rejects = tally.rejects.into_iter().map(|r| RejectRecord { input: r.input, line: r.line, reason: r.reason }).collect();
+    let mut partial = Partial { summary: hourly.finish(scan.layout), inputs: records, rejects };
+    for state in read_states {
+        partial.merge(state.partial);
+    }
+    Ok(partial)
+}
+
+/// A dump as a state records it: its identity (absolute path or URL), size and version.
+fn input_record(input: &Input) -> InputRecord {
+    let name = match &input.location {
+        Location::File(path) => path.canonicalize().map(|c| c.to_string_lossy().into_owned()).unwrap_or_else(|_| input.display.clone()),
+        Location::S3 { .. } => input.display.clone(),
+        Location::Std => "-".to_string(),
+    };
+    InputRecord { name, size: input.size, modified: input.modified(), etag: input.etag.clone(), rejected: 0 }
+}
