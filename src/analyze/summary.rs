@@ -149,3 +149,86 @@ impl Accumulator for HourlyGroups {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::analyze::health::DailyCounts;
+    use crate::analyze::trend::TrendGroups;
+    use crate::analyze::SignatureGroups;
+    use crate::source::layout::push_part;
+
+    /// 2026-09-21T14:00:00Z, on the hour.
+    const BASE: i64 = 1_789_999_200_000_000;
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
+        }
+    }
+
+    /// Raw keys that normalise alike (case, spaces) and times over five days, some on the hour.
+    fn rows(rng: &mut Rng, n: usize) -> Vec<(Vec<u8>, String, i64)> {
+        let stages = ["Inference", "inference ", "ingestion"];
+        let reasons = ["timeout", "TIMEOUT", "gpu_oom"];
+        (0..n)
+            .map(|_| {
+                let mut key = Vec::new();
+                push_part(&mut key, stages[rng.below(3) as usize]);
+                push_part(&mut key, reasons[rng.below(3) as usize]);
+                push_part(&mut key, " det-v8 ");
+                let time = BASE + rng.below(5 * 24) as i64 * 3_600_000_000 + rng.below(4) as i64 * 1_799_999_999;
+                (key, format!("cap-{}", rng.below(50)), time)
+            })
+            .collect()
+    }
+
+    fn fold<A: Accumulator>(rows: &[(Vec<u8>, String, i64)], mut acc: A, window: Window) -> A {
+        for (key, id, time) in rows.iter().filter(|r| window.contains(r.2)) {
+            acc.add(key, &RowFacts { id: Cow::Borrowed(id), time: *time, attempts: 0 });
+        }
+        acc
+    }
+
+    /// Rows split at random into summaries merged in any order give, for any window on whole
+    /// hours, what the analyses' own accumulators give over the rows in the window.
+    #[test]
+    fn merged_summaries_equal_the_analyses_over_all_rows() {
+        let layout = Layout::new(&crate::profile::Profile::load("vision").unwrap());
+        let mut rng = Rng(3);
+        for _ in 0..200 {
+            let n = 1 + rng.below(300) as usize;
+            let all = rows(&mut rng, n);
+            let count = 1 + rng.below(6);
+            let mut parts: Vec<HourlyGroups> = (0..count).map(|_| HourlyGroups::default()).collect();
+            for row in &all {
+                let part = rng.below(parts.len() as u64) as usize;
+                parts[part] = fold(std::slice::from_ref(row), std::mem::take(&mut parts[part]), Window::default());
+            }
+            let mut merged = Summary::default();
+            while !parts.is_empty() {
+                let part = parts.swap_remove(rng.below(parts.len() as u64) as usize);
+                merged.merge(part.finish(&layout));
+            }
+            let hour = |h: u64| Some(BASE + h as i64 * 3_600_000_000);
+            let (since, until) = (rng.below(60), 60 + rng.below(60));
+            let window = match rng.below(3) {
+                0 => Window::default(),
+                1 => Window { since: hour(since), until: None },
+                _ => Window { since: hour(since), until: hour(until) },
+            };
+            let within = merged.clone().within(window);
+            assert_eq!(within.groups(), fold(&all, SignatureGroups::default(), window).finish(&layout));
+            for every in [Every::Hour, Every::Day, Every::Week] {
+                assert_eq!(within.periods(every).counts, fold(&all, TrendGroups::new(every), window).finish(&layout).counts);
+            }
+            assert_eq!(within.days().days, fold(&all, DailyCounts::default(), window).days);
+            assert_eq!(within.total(), all.iter().filter(|r| window.contains(r.2)).count() as u64);
+        }
+    }
+}
