@@ -5,6 +5,8 @@ Generates the dumps once (Parquet and JSON-lines, with `dlqf gen`), then runs ea
 alternately, measuring wall time and peak RSS of the whole process (os.wait4), and prints a
 Markdown table of medians. DuckDB runs the same ranking (grouped on the raw tuple first, then
 normalised, its fastest form) with 2 threads; `wc -l` shows the cost of just reading the bytes.
+Then plan, show, replay, scale and S3 rows, and the nightly job from partial states (a 28-day
+trend from 28 daily states against the same trend re-reading the 28 daily dumps).
 """
 import argparse
 import json
@@ -293,6 +295,42 @@ def bench_scale(args):
     return rows
 
 
+def bench_nightly(args):
+    """The nightly incremental job: 28 daily JSON-lines partitions of 1M rows each. A 28-day
+    trend (and a 7-day ranking) re-reading every partition, against the same reports merged
+    from the 28 daily states; each night summarises only its own partition."""
+    import datetime
+    root = os.path.join(args.data, "nightly")
+    days = [(datetime.date(2026, 10, 1) + datetime.timedelta(days=i)).isoformat() for i in range(28)]
+    nights = []
+    for i, day in enumerate(days):
+        dump = os.path.join(root, "dumps", f"dt={day}", "part-0.jsonl")
+        state = os.path.join(root, "states", f"dt={day}", "day.state")
+        if not os.path.exists(dump + ".done"):
+            os.makedirs(os.path.dirname(dump), exist_ok=True)
+            print(f"generating {dump} (1,000,000 rows) …", file=sys.stderr)
+            subprocess.run([args.dlqf, "gen", "--rows", "1000000", "--seed", str(100 + i), "--start", day, "--days", "1", "-o", dump], check=True)
+            open(dump + ".done", "w").close()
+        os.makedirs(os.path.dirname(state), exist_ok=True)
+        wall, rss, _ = measure([args.dlqf, "--threads", str(args.threads), "rank", os.path.dirname(dump), "-o", state, "--no-progress"])
+        nights.append((wall, rss))
+    base = [args.dlqf, "--threads", str(args.threads)]
+    rows = [f"| one night: `rank dt=DAY/ -o day.state` (1M rows) | {statistics.median(w for w, _ in nights):.2f} s | {max(m for _, m in nights):.0f} MiB | median of 28 nights |"]
+    for label, command in [
+        ("28-day `trend --every day`", ["trend", "--every", "day", "--format", "json", "--no-progress"]),
+        ("7-day `rank --since`", ["rank", "--since", days[-7], "--format", "json", "--no-progress"]),
+    ]:
+        dumps, states = [], []
+        for _ in range(args.runs):
+            dumps.append(measure(base + command + [os.path.join(root, "dumps")]))
+            states.append(measure(base + command + [os.path.join(root, "states")]))
+        d, st = statistics.median(r[0] for r in dumps), statistics.median(r[0] for r in states)
+        same = "same bytes" if dumps[0][2] == states[0][2] else "DIFFERENT reports"
+        rows.append(f"| {label} from the 28 dumps | {d:.2f} s | {max(r[1] for r in dumps):.0f} MiB | |")
+        rows.append(f"| {label} from the 28 states | {st:.3f} s | {max(r[1] for r in states):.0f} MiB | {d / st:.0f}x faster; {same} |")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dlqf", required=True)
@@ -305,6 +343,7 @@ def main():
     ap.add_argument("--skip-replay", action="store_true")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-brokers", action="store_true")
+    ap.add_argument("--skip-nightly", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
     parquet = os.path.join(args.data, f"vision-{args.rows}.parquet")
@@ -366,6 +405,11 @@ def main():
         print("\n| scale | wall | peak RSS | comparison |")
         print("|---|---:|---:|---|")
         for row in bench_scale(args):
+            print(row)
+    if not args.skip_nightly:
+        print("\n| nightly, from states | wall | peak RSS | comparison |")
+        print("|---|---:|---:|---|")
+        for row in bench_nightly(args):
             print(row)
 
 
