@@ -1,6 +1,8 @@
 //! Message templates: an error message with its variable parts masked, so one cause is one
-//! bucket. Every placeholder is the same `<*>`; typed placeholders split causes apart.
+//! bucket. Context-free (a template depends on its message alone, so nightly diffs, windows and
+//! merged states agree); every placeholder is the same `<*>`, since typed ones split causes.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -10,11 +12,11 @@ const MAX_TOKENS: usize = 100;
 pub const PLACEHOLDER: &str = "<*>";
 /// Changes whenever a rule below changes what a message's template is, so partial states made
 /// under other rules are refused rather than merged into different buckets.
-pub const RULES_VERSION: u32 = 1;
+pub const RULES_VERSION: u32 = 2;
 
 static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
     // A quote opens only at the start or after whitespace/punctuation, so "can't" stays a word.
-    Regex::new(r#"(^|[\s(\[{:=,<])(?:'[^'\n]*'|"[^"\n]*"|`[^`\n]*`)"#).unwrap()
+    Regex::new(r#"(^|[\s(\[{:=,<])('[^'\n]*'|"[^"\n]*"|`[^`\n]*`)"#).unwrap()
 });
 static EMAIL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").unwrap());
@@ -22,48 +24,288 @@ static URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\x22<>]+").unwrap());
 static ASSIGNED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"=[^\s,;&)\]}]+").unwrap());
 
-/// The template of a message: first line, capped, variable tokens masked to `<*>`.
+/// A template with the values each rule masked, in order.
+pub struct Explained {
+    pub template: String,
+    pub masks: Vec<Mask>,
+}
+
+/// One value masked, and the rule that masked it.
+pub struct Mask {
+    pub rule: &'static str,
+    pub value: String,
+}
+
+/// The template of a message and, for a reviewer, what each rule masked.
+pub fn explain(message: &str) -> Explained {
+    let mut masks = Vec::new();
+    let template = render(message, Some(&mut masks));
+    Explained { template, masks }
+}
+
+/// The template of a message: first line, capped, variable values masked to `<*>`.
 pub fn template(message: &str) -> String {
+    render(message, None)
+}
+
+fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
     let first_line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
     let capped = cap_bytes(first_line, MAX_BYTES);
-    let masked = QUOTED.replace_all(capped, |c: &regex::Captures| format!("{}{PLACEHOLDER}", &c[1]));
-    let masked = URL.replace_all(&masked, PLACEHOLDER);
-    let masked = EMAIL.replace_all(&masked, PLACEHOLDER);
-    let masked = ASSIGNED.replace_all(&masked, |_: &regex::Captures| format!("={PLACEHOLDER}"));
+    let mut note = |rule: &'static str, value: &str| {
+        if let Some(m) = masks.as_deref_mut() {
+            m.push(Mask { rule, value: value.to_string() });
+        }
+    };
+    // Each rule runs only on a message holding its sign (a quote, `://`, `@`, `=`).
+    let quoted = |c: &regex::Captures| {
+        let quoted = &c[2];
+        let inner = &quoted[1..quoted.len() - 1];
+        // An HTTP request line keeps its method: GET and DELETE of one path are two causes.
+        match inner.split_once(' ').filter(|(method, _)| HTTP_METHODS.contains(method)) {
+            Some((method, rest)) => {
+                note("quoted request", rest);
+                format!("{}{}{method} {PLACEHOLDER}{}", &c[1], &quoted[..1], &quoted[quoted.len() - 1..])
+            }
+            None => {
+                note("quoted", quoted);
+                format!("{}{PLACEHOLDER}", &c[1])
+            }
+        }
+    };
+    let mut masked = Cow::Borrowed(capped);
+    if masked.contains(['\'', '"', '`']) {
+        masked = replace(masked, &QUOTED, quoted);
+    }
+    if masked.contains("://") {
+        masked = replace(masked, &URL, |c: &regex::Captures| {
+            note("url", &c[0]);
+            PLACEHOLDER.to_string()
+        });
+    }
+    if masked.contains('@') {
+        masked = replace(masked, &EMAIL, |c: &regex::Captures| {
+            note("email", &c[0]);
+            PLACEHOLDER.to_string()
+        });
+    }
+    if masked.contains('=') {
+        masked = replace(masked, &ASSIGNED, |c: &regex::Captures| {
+            note("key=value", &c[0][1..]);
+            format!("={PLACEHOLDER}")
+        });
+    }
+
+    let words: Vec<&str> = masked.split_whitespace().take(MAX_TOKENS * 2).collect();
+    let mut tokens: Vec<Cow<str>> = words.iter().map(|w| shape(w, &mut note)).collect();
+    mark_context(&words, &mut tokens, &mut note);
 
     let mut out = String::with_capacity(masked.len());
-    let mut tokens = 0;
+    let mut count = 0;
     let mut last_was_placeholder = false;
-    for token in masked.split_whitespace() {
-        let variable = token == PLACEHOLDER || is_variable(token);
+    for token in &tokens {
+        let variable = token.as_ref() == PLACEHOLDER;
         if variable && last_was_placeholder {
             continue; // "2026-01-15 10:30:00" is one value, not two
         }
-        if tokens == MAX_TOKENS {
+        if count == MAX_TOKENS {
             break;
         }
         if !out.is_empty() {
             out.push(' ');
         }
-        out.push_str(if variable { PLACEHOLDER } else { token });
+        out.push_str(token);
         last_was_placeholder = variable;
-        tokens += 1;
+        count += 1;
     }
     out
 }
 
-/// Any token with a digit (numbers, ids, IPs, UUIDs, timestamps, versions), or a long bare
-/// hex string, is a value rather than part of the message's wording.
-fn is_variable(token: &str) -> bool {
-    if token.bytes().any(|b| b.is_ascii_digit()) {
-        return true;
+/// `text` with every match of `re` replaced (borrowed still when nothing matched).
+fn replace<'a>(text: Cow<'a, str>, re: &Regex, with: impl FnMut(&regex::Captures) -> String) -> Cow<'a, str> {
+    let replaced = match re.replace_all(&text, with) {
+        Cow::Owned(s) => Some(s),
+        Cow::Borrowed(_) => None,
+    };
+    replaced.map_or(text, Cow::Owned)
+}
+
+const HTTP_METHODS: [&str; 9] = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE"];
+
+/// Characters that separate the parts of a token (`chdir(/tmp/x)`, `key:value,`, `a|b`).
+fn is_delimiter(c: char) -> bool {
+    matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | ':' | '|' | '"' | '\'' | '=')
+}
+
+/// A whitespace token as it is written: whole, masked whole, or with its value parts masked.
+fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'a, str> {
+    if is_plain_word(token) {
+        return Cow::Borrowed(token);
     }
-    let core = token.trim_matches(|c: char| !c.is_alphanumeric() && !matches!(c, '<' | '*' | '>'));
-    if core == PLACEHOLDER {
-        return true;
+    if token == PLACEHOLDER {
+        return Cow::Borrowed(PLACEHOLDER);
     }
-    let core = core.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    core.len() >= 8 && core.bytes().all(|b| b.is_ascii_hexdigit())
+    // A value written with its own separators (an address, a time, a MAC, a UUID) is one value.
+    // Square brackets stay with it: `[fe80::1]:8080` is one address.
+    let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
+    let value_char = |c: char| c.is_ascii_hexdigit() || ".:-_/+[]TZ".contains(c);
+    if core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && !core.contains("...") {
+        note("number", core);
+        let start = token.find(core).expect("the core is inside its token");
+        if start == 0 && core.len() == token.len() {
+            return Cow::Borrowed(PLACEHOLDER);
+        }
+        return Cow::Owned(format!("{}{PLACEHOLDER}{}", &token[..start], &token[start + core.len()..]));
+    }
+    let mut text = String::with_capacity(token.len());
+    let mut rest = token;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix(PLACEHOLDER) {
+            text.push_str(PLACEHOLDER);
+            rest = after;
+        } else if rest.starts_with("...") {
+            // Leader dots (`threshold.......0`) separate a name from its value.
+            let end = rest.find(|c: char| c != '.').unwrap_or(rest.len());
+            text.push_str(&rest[..end]);
+            rest = &rest[end..];
+        } else if is_delimiter(c) {
+            // An empty pair of brackets is an empty value: `()` groups with `(host)`.
+            let empty = (c == '(' && rest[1..].starts_with(')')) || (c == '[' && rest[1..].starts_with(']'));
+            if empty {
+                text.push(c);
+                text.push_str(PLACEHOLDER);
+                text.push_str(&rest[1..2]);
+                rest = &rest[2..];
+            } else {
+                text.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        } else {
+            let end = rest.find(is_delimiter).unwrap_or(rest.len());
+            let end = rest[..end].find(PLACEHOLDER).unwrap_or(end);
+            let end = rest[..end].find("...").unwrap_or(end);
+            let part = &rest[..end];
+            match part_rule(part) {
+                Some(rule) => {
+                    note(rule, part);
+                    text.push_str(PLACEHOLDER);
+                }
+                None => text.push_str(part),
+            }
+            rest = &rest[end..];
+        }
+    }
+    // Values joined into one (`host:port`, `<*>.<*>`) are one value, as an address is.
+    let joined = text.split(PLACEHOLDER).all(|joiner| joiner.is_empty() || matches!(joiner, ":" | "." | "-" | "/" | "@" | "_"));
+    if joined && text.starts_with(PLACEHOLDER) && text.ends_with(PLACEHOLDER) {
+        return Cow::Borrowed(PLACEHOLDER);
+    }
+    Cow::Owned(text)
+}
+
+/// A word no rule of `shape` touches (most words of a message): no digit, delimiter, dot,
+/// slash or tilde, and too short or not hex enough to be a bare hex id.
+fn is_plain_word(token: &str) -> bool {
+    let plain = token.chars().all(|c| !(c.is_ascii_digit() || is_delimiter(c) || matches!(c, '.' | '/' | '~')));
+    plain && !(token.len() >= 8 && token.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Why a part of a token is a value, if it is one: digits (numbers, ids, versions), a long bare
+/// hex string, or a file path.
+fn part_rule(part: &str) -> Option<&'static str> {
+    let trimmed = part.trim_end_matches('.');
+    if trimmed.bytes().any(|b| b.is_ascii_digit()) {
+        return Some("number");
+    }
+    let core = trimmed.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if core.len() >= 8 && core.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Some("hex");
+    }
+    let path = (trimmed.len() > 1 && trimmed.starts_with('/')) || ["./", "../", "~/"].iter().any(|p| trimmed.starts_with(p));
+    if path {
+        return Some("path");
+    }
+    is_host(trimmed).then_some("host")
+}
+
+/// A host name: lowercase labels joined by dots, ending in a top-level domain
+/// (`proxy.example.com`); not a dotted code name (`org.apache.hadoop`, `json.decoder`).
+fn is_host(part: &str) -> bool {
+    const TOP_LEVEL: [&str; 30] = [
+        "com", "net", "org", "edu", "gov", "mil", "int", "io", "co", "uk", "de", "fr", "jp", "cn", "hk", "kr", "ru", "br", "in", "au",
+        "ca", "nl", "se", "ch", "it", "es", "eu", "us", "local", "internal",
+    ];
+    let mut labels = part.split('.');
+    let last = labels.next_back().unwrap_or("");
+    part.contains('.')
+        && TOP_LEVEL.contains(&last)
+        && labels.all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+}
+
+/// Weekday and month names, and time zones, are values next to a date's numbers
+/// (`Fri Jun 17 07:07:00 2005`); units are values after a number (`1190 bytes (1.16 KB)`); the
+/// word after `user` is a user name.
+fn mark_context(words: &[&str], tokens: &mut [Cow<str>], note: &mut impl FnMut(&'static str, &str)) {
+    let mut i = 0;
+    while i < tokens.len() {
+        if !is_calendar(words[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < tokens.len() && is_calendar(words[i]) {
+            i += 1;
+        }
+        let before = start > 0 && tokens[start - 1] == PLACEHOLDER;
+        let after = i < tokens.len() && tokens[i] == PLACEHOLDER;
+        if before || after {
+            for (token, word) in tokens[start..i].iter_mut().zip(&words[start..i]) {
+                note("date", word);
+                *token = Cow::Borrowed(PLACEHOLDER);
+            }
+        }
+    }
+    for i in 1..tokens.len() {
+        if tokens[i] == PLACEHOLDER {
+            continue;
+        }
+        let word = words[i].trim_end_matches([')', ',', ';', '.']);
+        if tokens[i - 1].ends_with(PLACEHOLDER) && UNITS.contains(&word) {
+            note("unit", word);
+            tokens[i] = Cow::Owned(format!("{PLACEHOLDER}{}", &words[i][word.len()..]));
+        } else if words[i - 1].eq_ignore_ascii_case("user") && is_name(words[i]) {
+            note("user", words[i]);
+            tokens[i] = Cow::Borrowed(PLACEHOLDER);
+        }
+    }
+}
+
+const WEEKDAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const LONG_NAMES: [&str; 19] = [
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "January", "February", "March", "April", "June",
+    "July", "August", "September", "October", "November", "December", "Sept",
+];
+const ZONES: [&str; 13] = ["UTC", "GMT", "PST", "PDT", "MST", "MDT", "CST", "CDT", "EST", "EDT", "CET", "CEST", "BST"];
+const UNITS: [&str; 24] = [
+    "B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "bytes", "kB", "ms", "us", "µs", "ns", "s", "sec", "secs", "seconds",
+    "min", "mins", "minutes", "hours", "%",
+];
+
+/// `Fri`, `Jun`, `June`, `PDT`: a calendar word (case as dates write them).
+fn is_calendar(word: &str) -> bool {
+    let word = word.trim_end_matches(',');
+    if !(1..=9).contains(&word.len()) || !word.as_bytes()[0].is_ascii_uppercase() {
+        return false;
+    }
+    WEEKDAYS.contains(&word) || MONTHS.contains(&word) || LONG_NAMES.contains(&word) || ZONES.contains(&word)
+}
+
+/// A user name: a word, not a word of the sentence around it (`user not found`).
+fn is_name(word: &str) -> bool {
+    const NOT_NAMES: [&str; 16] =
+        ["not", "is", "was", "has", "does", "did", "can", "cannot", "could", "with", "from", "for", "by", "in", "of", "unknown"];
+    let core = word.trim_matches(|c: char| !c.is_alphanumeric());
+    !core.is_empty() && !NOT_NAMES.contains(&core.to_ascii_lowercase().as_str()) && core.chars().all(|c| c.is_alphanumeric() || "._-".contains(c))
 }
 
 fn cap_bytes(s: &str, max: usize) -> &str {
@@ -127,6 +369,76 @@ mod tests {
             "Items must be a list, got 'int' for order ord_998 (user usr_1)",
         ];
         same(messages[0], messages[1]);
+    }
+
+    /// Each rule: messages that must group, and messages that must not.
+    #[test]
+    fn calendar_words_are_values_next_to_a_dates_numbers() {
+        same("connection from 10.0.0.1 at Fri Jun 17 07:07:00 2005", "connection from 10.0.0.2 at Mon Jul  4 10:00:00 2005");
+        same("status changed at Sat Sep 3 08:16:53 PDT 2005", "status changed at Thu Aug 11 23:01:02 PST 2005");
+        assert_eq!(template("May not reach the host on Monday"), "May not reach the host on Monday");
+    }
+
+    #[test]
+    fn empty_brackets_are_an_empty_value() {
+        same("connection from 1.2.3.4 () at noon", "connection from 1.2.3.5 (host-5.example.net) at noon");
+        assert_ne!(template("init() ok"), template("init() failed"));
+    }
+
+    #[test]
+    fn the_word_after_user_is_a_user_name() {
+        same("session closed for user cyrus", "session closed for user root");
+        same("Invalid user admin from 10.0.0.9", "Invalid user oracle from 10.0.0.7");
+        assert_eq!(template("user not found"), "user not found");
+        assert_ne!(template("session closed for user root"), template("session opened for user root"));
+    }
+
+    #[test]
+    fn http_request_lines_keep_their_method() {
+        same(r#"10.11.10.1 "POST /v2/servers HTTP/1.1" status: 200"#, r#"10.11.10.7 "POST /v2/images/9 HTTP/1.0" status: 404"#);
+        assert_ne!(template(r#"x "GET /v2/servers HTTP/1.1" status: 200"#), template(r#"x "DELETE /v2/servers HTTP/1.1" status: 200"#));
+    }
+
+    #[test]
+    fn units_after_a_number_are_part_of_the_value() {
+        same("1190 bytes (1.16 KB) sent", "52 bytes (0.05 MB) sent");
+        same("waited 30 s for lock", "waited 1.5 ms for lock");
+        assert_ne!(template("gave up after 3 attempts"), template("gave up after 3 tries"));
+    }
+
+    #[test]
+    fn paths_and_hosts_are_values_and_code_names_are_not() {
+        same("Error loading /bgl/apps/x.rts: invalid image", "Error loading ./runtime_malloc: invalid image");
+        same("LOGIN chdir(/p/gb2/t800) failed", "LOGIN chdir(/home/a) failed");
+        same("open through proxy proxy.example.com:5070", "open through proxy gw.other.net:80");
+        same("open through proxy proxy.example.com:5070", "open through proxy 10.0.0.1:80");
+        assert_eq!(template("read/write error in org.apache.hadoop.Foo"), "read/write error in org.apache.hadoop.Foo");
+        assert_eq!(template("json.decoder failed"), "json.decoder failed");
+    }
+
+    #[test]
+    fn values_inside_a_token_are_masked_and_its_wording_kept() {
+        same("onExtend:1514038530000 14 0 4", "onExtend:1 2 3 4");
+        assert_ne!(template("onExtend:1514038530000 14"), template("onStandStepChanged:1514038530000 14"));
+        same("mapResourceRequest:<memory:1024, vCores:1>", "mapResourceRequest:<memory:2048, vCores:4>");
+        same("steps1514044800223|3786|0|0", "steps1|2|3|4");
+        assert_ne!(template("caused by dcbf.........0"), template("caused by icbi.........0"));
+    }
+
+    #[test]
+    fn one_address_is_one_value_in_any_notation() {
+        same("Connection refused: [fe80::1]:8080", "Connection refused: 10.0.3.17:5432");
+        same("Ido chip FF:F2:9F:16:E2:23:00:0D changed", "Ido chip 00:0A:9F:16:E2:23:00:0D changed");
+    }
+
+    #[test]
+    fn explain_names_each_masked_value_and_its_rule() {
+        let explained = super::explain("user bob at Fri Jun 17 07:07:00 2005 read /tmp/x");
+        assert_eq!(explained.template, template("user bob at Fri Jun 17 07:07:00 2005 read /tmp/x"));
+        let masks: Vec<(&str, &str)> = explained.masks.iter().map(|m| (m.rule, m.value.as_str())).collect();
+        for expected in [("user", "bob"), ("date", "Fri"), ("date", "Jun"), ("number", "17"), ("number", "07:07:00"), ("path", "/tmp/x")] {
+            assert!(masks.contains(&expected), "{expected:?} not in {masks:?}");
+        }
     }
 
     #[test]
