@@ -22,3 +22,4 @@ mod s3;
 mod sqs;
 mod states;
 mod targets;
+mod templates;

@@ -2,6 +2,7 @@
 //! values among millions of rows); normalisation then runs once per distinct raw tuple.
 
 pub mod diff;
+pub mod explain;
 pub mod health;
 pub mod periods;
 pub mod rank;

@@ -10,6 +10,7 @@ mod plan;
 mod query;
 mod rank;
 mod show;
+mod template;
 mod trend;
 
 use std::process::ExitCode;
@@ -69,6 +70,7 @@ enum Command {
     Show(show::Args),
     Execute(execute::Args),
     Query(query::Args),
+    Template(template::Args),
     Gen(gen::Args),
 }
 
@@ -91,6 +93,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Show(args) => show::run(args),
         Command::Execute(args) => execute::run(args),
         Command::Query(args) => query::run(args),
+        Command::Template(args) => template::run(args),
         Command::Gen(args) => gen::run(args),
     }
 }

@@ -48,7 +48,16 @@ pub struct Args {
     /// Exit 3 when one cause dominates (its share reaches --alert-share).
     #[arg(long)]
     fail_on_dominant: bool,
+
+    /// Instead of the ranking, show why one bucket's messages are one cause: its first five
+    /// messages in input order, each templated field raw with what every rule masked. BUCKET
+    /// is a rank from the ranking, or one of the bucket's signature values (e.g. a template).
+    #[arg(long, value_name = "BUCKET", conflicts_with = "format")]
+    explain: Option<String>,
 }
+
+/// Messages `--explain` shows.
+const EXPLAINED: usize = 5;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupBy {
@@ -57,6 +66,9 @@ pub enum GroupBy {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if args.explain.is_some() && args.by == GroupBy::Category {
+        return Err(UsageError("--explain shows a signature's bucket: not with --by category".into()).into());
+    }
     if !(0.0..=1.0).contains(&args.alert_share) {
         return Err(UsageError(format!("--alert-share must be between 0 and 1, got {}", args.alert_share)).into());
     }
@@ -77,6 +89,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Read::Dumps((groups, hourly)) => (groups.finish(&layout), hourly.map(|h| h.finish(&layout))),
     };
     let mut buckets = rank::ranked(groups, &layout);
+    if let Some(wanted) = &args.explain {
+        return explain(&args, wanted, &buckets, &profile);
+    }
     let mut signature_fields = profile.signature_names();
     if args.by == GroupBy::Category {
         buckets = rank::by_category(buckets);
@@ -113,4 +128,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
     storage.write(&args.output.destination(), &bytes)?;
     let alert = ranking.dominant.as_ref().is_some_and(|d| d.alert);
     Ok(if args.fail_on_dominant && alert { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
+}
+
+/// `--explain`: the bucket named by rank or by one of its values, and its first messages,
+/// read again from the dumps (states keep no messages).
+fn explain(args: &Args, wanted: &str, buckets: &[rank::RankedBucket], profile: &dlqf::profile::Profile) -> Result<ExitCode> {
+    let found = match wanted.parse::<usize>() {
+        Ok(n) => buckets.get(n.wrapping_sub(1)).map(|b| (n, b)),
+        Err(_) => buckets.iter().enumerate().find(|(_, b)| b.values.iter().any(|v| v == wanted)).map(|(i, b)| (i + 1, b)),
+    };
+    let Some((rank, bucket)) = found else {
+        return Err(UsageError(format!("--explain {wanted}: no bucket has this rank or signature value ({} buckets)", buckets.len())).into());
+    };
+    let prepared = args.input.prepare(Window::default())?;
+    if let Some(state) = prepared.states.first() {
+        return Err(UsageError(format!("--explain: {} is a partial state, which keeps counts, not messages: give the dumps", state.display)).into());
+    }
+    let examples = dlqf::analyze::explain::examples(&prepared.scan(), &prepared.inputs, profile, &bucket.values, EXPLAINED)?;
+    let signature: Vec<(String, String)> = profile.signature_names().into_iter().zip(bucket.values.iter().cloned()).collect();
+    let text = report::explain::text(rank, buckets.len(), bucket.stats.count, &signature, &examples);
+    prepared.storage.write(&args.output.destination(), text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 
 pub mod columns;
 pub mod csv;
+pub mod explain;
 pub mod html;
 pub mod json;
 pub mod markdown;

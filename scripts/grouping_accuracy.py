@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Grouping accuracy of dlqf's message templates on labelled logs (Loghub-2.0 2k sets).
+
+usage: grouping_accuracy.py FOLDER [--dlqf PATH] [--drain3] [--worst N]
+
+FOLDER holds one CSV per system, anywhere below it: `<System>_2k.log_structured_corrected.csv`
+(or `<System>_2k.log_structured.csv` where no corrected labels exist), with the columns Content
+(the message) and EventTemplate (its true template). A line counts as grouped correctly when
+its predicted group holds exactly the lines of its true template (the grouping accuracy of the
+log-parsing literature). dlqf templates every line alone (`dlqf template`): no line's template
+depends on the others. With --drain3 (needs `pip install drain3`), Drain3's default
+TemplateMiner runs on the same lines, in file order, beside it. --worst N prints, per system,
+the N true templates whose lines dlqf groups worst, to see why.
+"""
+import argparse
+import collections
+import csv
+import os
+import subprocess
+import sys
+
+
+def find_sets(folder):
+    """(system, path) of each labelled CSV, corrected labels preferred."""
+    found = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            for suffix, rank in (("_2k.log_structured_corrected.csv", 0), ("_2k.log_structured.csv", 1)):
+                if name.endswith(suffix):
+                    system = name[: -len(suffix)]
+                    if system not in found or rank < found[system][0]:
+                        found[system] = (rank, os.path.join(root, name))
+    return sorted((system, path) for system, (_, path) in found.items())
+
+
+def read_set(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return [r["Content"] for r in rows], [r["EventTemplate"] for r in rows]
+
+
+def accuracy(predicted, truth):
+    """Share of lines whose predicted group is exactly their true template's lines."""
+    true_sizes = collections.Counter(truth)
+    groups = collections.defaultdict(list)
+    for i, p in enumerate(predicted):
+        groups[p].append(i)
+    correct = 0
+    for members in groups.values():
+        templates = {truth[i] for i in members}
+        if len(templates) == 1 and true_sizes[truth[members[0]]] == len(members):
+            correct += len(members)
+    return correct / len(truth)
+
+
+def dlqf_templates(dlqf, lines):
+    # A message holding a newline would change line counts: each line is its first line anyway.
+    text = "".join(line.replace("\n", " ").replace("\r", " ") + "\n" for line in lines)
+    out = subprocess.run([dlqf, "template"], input=text, capture_output=True, text=True, check=True).stdout
+    templates = out.split("\n")[: len(lines)]
+    assert len(templates) == len(lines), (len(templates), len(lines))
+    return templates
+
+
+def drain3_clusters(lines):
+    from drain3 import TemplateMiner  # noqa: PLC0415 (optional)
+
+    miner = TemplateMiner()
+    return [miner.add_log_message(line)["cluster_id"] for line in lines]
+
+
+def worst(predicted, truth, lines, n):
+    """The true templates dlqf splits or merges, with the most lines first."""
+    by_true = collections.defaultdict(list)
+    for i, t in enumerate(truth):
+        by_true[t].append(i)
+    by_pred = collections.defaultdict(set)
+    for i, p in enumerate(predicted):
+        by_pred[p].add(truth[i])
+    bad = []
+    for t, members in by_true.items():
+        preds = {predicted[i] for i in members}
+        merged = any(len(by_pred[p]) > 1 for p in preds)
+        if len(preds) > 1 or merged:
+            bad.append((len(members), t, preds, merged, lines[members[0]]))
+    bad.sort(key=lambda b: -b[0])
+    for count, t, preds, merged, example in bad[:n]:
+        print(f"  {count:5d} lines  true: {t}")
+        print(f"               e.g.: {example}")
+        for p in sorted(preds)[:4]:
+            print(f"               dlqf: {p}" + ("   (merged with others)" if len(by_pred[p]) > 1 else ""))
+        if len(preds) > 4:
+            print(f"               … {len(preds)} groups")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("folder")
+    default = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/dlqf-target")), "debug", "dlqf")
+    ap.add_argument("--dlqf", default=default)
+    ap.add_argument("--drain3", action="store_true")
+    ap.add_argument("--worst", type=int, default=0)
+    args = ap.parse_args()
+    sets = find_sets(args.folder)
+    if not sets:
+        sys.exit(f"{args.folder}: no *_2k.log_structured[_corrected].csv files")
+    print("| system | lines | true templates | dlqf groups | dlqf accuracy |" + (" Drain3 default |" if args.drain3 else ""))
+    print("|---|---:|---:|---:|---:|" + ("---:|" if args.drain3 else ""))
+    scores, drain_scores = [], []
+    for system, path in sets:
+        lines, truth = read_set(path)
+        predicted = dlqf_templates(args.dlqf, lines)
+        score = accuracy(predicted, truth)
+        scores.append(score)
+        row = f"| {system} | {len(lines)} | {len(set(truth))} | {len(set(predicted))} | {score:.3f} |"
+        if args.drain3:
+            d = accuracy(drain3_clusters(lines), truth)
+            drain_scores.append(d)
+            row += f" {d:.3f} |"
+        print(row)
+        if args.worst:
+            worst(predicted, truth, lines, args.worst)
+    row = f"| **mean** | | | | **{sum(scores) / len(scores):.3f}** |"
+    if args.drain3:
+        row += f" {sum(drain_scores) / len(drain_scores):.3f} |"
+    print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+//! `dlqf template`: the message template of each line, as the envelope profile's signature
+//! keeps an error message; with --explain, what each rule masked.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use dlqf::profile::template;
+use dlqf::storage::{Location, Storage};
+
+/// Print the message template of each line: what a `template` normaliser (the envelope
+/// profile's error_message) keeps of a message.
+///
+/// Reads one message per line from files or stdin (-) and prints each template in order, so
+/// `paste` puts them beside the messages. A template depends on its message alone, never on
+/// the other lines.
+///
+/// Examples:
+///   echo 'timeout after 30s talking to 10.0.0.7:5432' | dlqf template
+///   dlqf template errors.txt --explain
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Text files with one message per line (or s3://…, or - for stdin).
+    #[arg(default_value = "-", value_name = "FILE", value_parser = super::inputs::location_parser)]
+    inputs: Vec<Location>,
+
+    /// After each template, the values each rule masked (rule: value), indented.
+    #[arg(long)]
+    explain: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let storage = Storage::new();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for input in &args.inputs {
+        let reader = BufReader::new(storage.open(input)?);
+        for (number, line) in reader.lines().enumerate() {
+            let line = line.with_context(|| format!("{input}:{}: cannot read (not UTF-8 text?)", number + 1))?;
+            if args.explain {
+                let explained = template::explain(&line);
+                writeln!(out, "{}", explained.template)?;
+                for mask in &explained.masks {
+                    writeln!(out, "    {}: {}", mask.rule, mask.value)?;
+                }
+            } else {
+                writeln!(out, "{}", template::template(&line))?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
