@@ -210,7 +210,7 @@ fn is_plain_word(token: &str) -> bool {
 }
 
 /// Why a part of a token is a value, if it is one: digits (numbers, ids, versions), a long bare
-/// hex string, or a file path.
+/// hex string, a file path, a host name or a file name.
 fn part_rule(part: &str) -> Option<&'static str> {
     let trimmed = part.trim_end_matches('.');
     if trimmed.bytes().any(|b| b.is_ascii_digit()) {
@@ -224,7 +224,20 @@ fn part_rule(part: &str) -> Option<&'static str> {
     if path {
         return Some("path");
     }
-    is_host(trimmed).then_some("host")
+    if is_host(trimmed) {
+        return Some("host");
+    }
+    is_file_name(trimmed).then_some("file")
+}
+
+/// A file name with a well-known extension (`chrome.exe`, `settings.py`, `app.log`).
+fn is_file_name(part: &str) -> bool {
+    const EXTENSIONS: [&str; 24] = [
+        "exe", "dll", "so", "dylib", "jar", "class", "py", "js", "rb", "sh", "bat", "log", "txt", "json", "xml", "yaml", "yml", "conf",
+        "cfg", "ini", "csv", "gz", "zip", "tmp",
+    ];
+    let Some((stem, extension)) = part.rsplit_once('.') else { return false };
+    EXTENSIONS.contains(&extension) && !stem.is_empty() && stem.chars().all(|c| c.is_alphanumeric() || "_-.".contains(c))
 }
 
 /// A host name: lowercase labels joined by dots, ending in a top-level domain
@@ -236,14 +249,16 @@ fn is_host(part: &str) -> bool {
     ];
     let mut labels = part.split('.');
     let last = labels.next_back().unwrap_or("");
+    // Any two-letter country domain, when the name has three labels or more (`host-9.example.tw`).
+    let country = last.len() == 2 && last.bytes().all(|b| b.is_ascii_lowercase()) && part.matches('.').count() >= 2;
     part.contains('.')
-        && TOP_LEVEL.contains(&last)
+        && (TOP_LEVEL.contains(&last) || country)
         && labels.all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
 }
 
 /// Weekday and month names, and time zones, are values next to a date's numbers
 /// (`Fri Jun 17 07:07:00 2005`); units are values after a number (`1190 bytes (1.16 KB)`); the
-/// word after `user` is a user name.
+/// word after `user`, or between `for` and `from`, is a user name.
 fn mark_context(words: &[&str], tokens: &mut [Cow<str>], note: &mut impl FnMut(&'static str, &str)) {
     let mut i = 0;
     while i < tokens.len() {
@@ -273,6 +288,10 @@ fn mark_context(words: &[&str], tokens: &mut [Cow<str>], note: &mut impl FnMut(&
             note("unit", word);
             tokens[i] = Cow::Owned(format!("{PLACEHOLDER}{}", &words[i][word.len()..]));
         } else if words[i - 1].eq_ignore_ascii_case("user") && is_name(words[i]) {
+            note("user", words[i]);
+            tokens[i] = Cow::Borrowed(PLACEHOLDER);
+        } else if words[i - 1] == "for" && words.get(i + 1) == Some(&"from") && is_name(words[i]) {
+            // `Failed password for root from <*>`: who, between for and from.
             note("user", words[i]);
             tokens[i] = Cow::Borrowed(PLACEHOLDER);
         }
@@ -391,6 +410,8 @@ mod tests {
         same("Invalid user admin from 10.0.0.9", "Invalid user oracle from 10.0.0.7");
         assert_eq!(template("user not found"), "user not found");
         assert_ne!(template("session closed for user root"), template("session opened for user root"));
+        same("Failed password for root from 10.0.0.1 port 22 ssh2", "Failed password for admin from 10.0.0.2 port 4 ssh2");
+        assert_eq!(template("waiting for data"), "waiting for data");
     }
 
     #[test]
@@ -414,6 +435,10 @@ mod tests {
         same("open through proxy proxy.example.com:5070", "open through proxy 10.0.0.1:80");
         assert_eq!(template("read/write error in org.apache.hadoop.Foo"), "read/write error in org.apache.hadoop.Foo");
         assert_eq!(template("json.decoder failed"), "json.decoder failed");
+        same("reverse mapping for host-1.example.tw failed", "reverse mapping for a.b.com failed");
+        same("chrome.exe - open through proxy", "firefox.exe - open through proxy");
+        same("cannot read settings.py", "cannot read app.log");
+        assert_eq!(template("module os.path missing"), "module os.path missing");
     }
 
     #[test]
