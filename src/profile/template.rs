@@ -102,10 +102,21 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
     let mut out = String::with_capacity(masked.len());
     let mut count = 0;
     let mut last_was_placeholder = false;
-    for token in &tokens {
+    let mut skip_to = 0;
+    for (i, token) in tokens.iter().enumerate() {
+        if i < skip_to {
+            continue;
+        }
         let variable = token.as_ref() == PLACEHOLDER;
         if variable && last_was_placeholder {
             continue; // "2026-01-15 10:30:00" is one value, not two
+        }
+        if last_was_placeholder {
+            // A value restated in brackets after it (`1190 bytes (1.16 KB)`) is the same value.
+            if let Some(end) = bracketed_values(&tokens[i..]) {
+                skip_to = i + end;
+                continue;
+            }
         }
         if count == MAX_TOKENS {
             break;
@@ -118,6 +129,27 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
         count += 1;
     }
     out
+}
+
+/// How many tokens a bracketed group of values at the start of `tokens` spans (`(<*>)`,
+/// `(<*> <*>)`), if it is one.
+fn bracketed_values(tokens: &[Cow<str>]) -> Option<usize> {
+    let first = tokens.first()?;
+    let inner = first.strip_prefix('(')?;
+    for (n, token) in tokens.iter().enumerate() {
+        let token = if n == 0 { inner } else { token.as_ref() };
+        let (value, closed) = match token.strip_suffix(')') {
+            Some(value) => (value, true),
+            None => (token, false),
+        };
+        if value != PLACEHOLDER {
+            return None;
+        }
+        if closed {
+            return Some(n + 1);
+        }
+    }
+    None
 }
 
 /// `text` with every match of `re` replaced (borrowed still when nothing matched).
@@ -144,14 +176,20 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
     if token == PLACEHOLDER {
         return Cow::Borrowed(PLACEHOLDER);
     }
+    if let Some(instance) = instance_name(token) {
+        note("instance", instance);
+        return Cow::Owned(format!("{PLACEHOLDER}{}", &token[instance.len()..]));
+    }
     // A value written with its own separators (an address, a time, a MAC, a UUID) is one value.
     // Square brackets stay with it: `[fe80::1]:8080` is one address.
     let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
     let value_char = |c: char| c.is_ascii_hexdigit() || ".:-_/+[]TZ".contains(c);
-    if core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && !core.contains("...") {
+    if !is_device_name(core) && core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && !core.contains("...") {
         note("number", core);
         let start = token.find(core).expect("the core is inside its token");
-        if start == 0 && core.len() == token.len() {
+        // A sign before a number is part of it (`<1`, `~5`, `>=10`).
+        let sign = matches!(&token[..start], "<" | ">" | "<=" | ">=" | "~" | "≈");
+        if (start == 0 || sign) && start + core.len() == token.len() {
             return Cow::Borrowed(PLACEHOLDER);
         }
         return Cow::Owned(format!("{}{PLACEHOLDER}{}", &token[..start], &token[start + core.len()..]));
@@ -195,11 +233,35 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
         }
     }
     // Values joined into one (`host:port`, `<*>.<*>`) are one value, as an address is.
-    let joined = text.split(PLACEHOLDER).all(|joiner| joiner.is_empty() || matches!(joiner, ":" | "." | "-" | "/" | "@" | "_"));
+    // Values joined into one (`host:port`, `<*>.<*>`, a list `a,b`) are one value, as an address
+    // is; so is a host name before a port (`wpad:80`).
+    let joined = text.split(PLACEHOLDER).all(|joiner| joiner.is_empty() || matches!(joiner, ":" | "." | "-" | "/" | "@" | "_" | ","));
     if joined && text.starts_with(PLACEHOLDER) && text.ends_with(PLACEHOLDER) {
         return Cow::Borrowed(PLACEHOLDER);
     }
+    if let Some(name) = text.strip_suffix(":<*>").filter(|_| is_port(token)) {
+        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-') {
+            note("host", name);
+            return Cow::Borrowed(PLACEHOLDER);
+        }
+    }
     Cow::Owned(text)
+}
+
+/// An upper-case name with its number in brackets names one instance (`LOCAL(0)`, `CPU(3)`):
+/// the whole is a value. Returns it without the punctuation that follows.
+fn instance_name(token: &str) -> Option<&str> {
+    let name = token.trim_end_matches([',', ';', '.']);
+    let (head, index) = name.strip_suffix(')')?.split_once('(')?;
+    let upper = head.len() >= 2 && head.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let number = !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit());
+    (upper && head.as_bytes()[0].is_ascii_uppercase() && number).then_some(name)
+}
+
+/// Whether a token ends in `:` and a port number (at most five digits).
+fn is_port(token: &str) -> bool {
+    let digits = token.rsplit_once(':').map_or("", |(_, port)| port);
+    (1..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// A word no rule of `shape` touches (most words of a message): no digit, delimiter, dot,
@@ -209,10 +271,20 @@ fn is_plain_word(token: &str) -> bool {
     plain && !(token.len() >= 8 && token.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// A network interface or device name: a short lowercase word and a one-digit index (`eth0`,
+/// `en0`, `wl0`, `lo0`), part of the message's wording rather than a value.
+fn is_device_name(part: &str) -> bool {
+    let letters = part.bytes().take_while(u8::is_ascii_lowercase).count();
+    (2..=5).contains(&letters) && part.len() == letters + 1 && part.as_bytes()[letters].is_ascii_digit()
+}
+
 /// Why a part of a token is a value, if it is one: digits (numbers, ids, versions), a long bare
 /// hex string, a file path, a host name or a file name.
 fn part_rule(part: &str) -> Option<&'static str> {
     let trimmed = part.trim_end_matches('.');
+    if is_device_name(trimmed) {
+        return None;
+    }
     if trimmed.bytes().any(|b| b.is_ascii_digit()) {
         return Some("number");
     }
@@ -249,10 +321,16 @@ fn is_host(part: &str) -> bool {
     ];
     let mut labels = part.split('.');
     let last = labels.next_back().unwrap_or("");
-    // Any two-letter country domain, when the name has three labels or more (`host-9.example.tw`).
-    let country = last.len() == 2 && last.bytes().all(|b| b.is_ascii_lowercase()) && part.matches('.').count() >= 2;
+    // Any short top-level domain when the name has three labels or more (`host-9.example.tw`,
+    // `bx.example.asia`), unless it starts like a reverse-domain code name (`org.apache.hadoop`).
+    let first = part.split('.').next().unwrap_or("");
+    let long = (2..=6).contains(&last.len())
+        && last.bytes().all(|b| b.is_ascii_lowercase())
+        && part.matches('.').count() >= 2
+        && !TOP_LEVEL.contains(&first)
+        && !["java", "javax", "sun", "android", "kotlin", "scala"].contains(&first);
     part.contains('.')
-        && (TOP_LEVEL.contains(&last) || country)
+        && (TOP_LEVEL.contains(&last) || long)
         && labels.all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
 }
 
@@ -287,7 +365,8 @@ fn mark_context(words: &[&str], tokens: &mut [Cow<str>], note: &mut impl FnMut(&
         if tokens[i - 1].ends_with(PLACEHOLDER) && UNITS.contains(&word) {
             note("unit", word);
             tokens[i] = Cow::Owned(format!("{PLACEHOLDER}{}", &words[i][word.len()..]));
-        } else if words[i - 1].eq_ignore_ascii_case("user") && is_name(words[i]) {
+        } else if words[i - 1].eq_ignore_ascii_case("user") && tokens[i - 1] != PLACEHOLDER && is_name(words[i]) {
+            // (`invalid user user`: the second is the name, the word after it is not.)
             note("user", words[i]);
             tokens[i] = Cow::Borrowed(PLACEHOLDER);
         } else if words[i - 1] == "for" && words.get(i + 1) == Some(&"from") && is_name(words[i]) {
@@ -324,7 +403,7 @@ fn is_name(word: &str) -> bool {
     const NOT_NAMES: [&str; 16] =
         ["not", "is", "was", "has", "does", "did", "can", "cannot", "could", "with", "from", "for", "by", "in", "of", "unknown"];
     let core = word.trim_matches(|c: char| !c.is_alphanumeric());
-    !core.is_empty() && !NOT_NAMES.contains(&core.to_ascii_lowercase().as_str()) && core.chars().all(|c| c.is_alphanumeric() || "._-".contains(c))
+    !word.starts_with(['[', '(']) && !core.is_empty() && !NOT_NAMES.contains(&core.to_ascii_lowercase().as_str()) && core.chars().all(|c| c.is_alphanumeric() || "._-".contains(c))
 }
 
 fn cap_bytes(s: &str, max: usize) -> &str {
@@ -409,6 +488,7 @@ mod tests {
         same("session closed for user cyrus", "session closed for user root");
         same("Invalid user admin from 10.0.0.9", "Invalid user oracle from 10.0.0.7");
         assert_eq!(template("user not found"), "user not found");
+        same("invalid user user [preauth]", "invalid user webmaster [preauth]");
         assert_ne!(template("session closed for user root"), template("session opened for user root"));
         same("Failed password for root from 10.0.0.1 port 22 ssh2", "Failed password for admin from 10.0.0.2 port 4 ssh2");
         assert_eq!(template("waiting for data"), "waiting for data");
@@ -446,12 +526,37 @@ mod tests {
         same("onExtend:1514038530000 14 0 4", "onExtend:1 2 3 4");
         assert_ne!(template("onExtend:1514038530000 14"), template("onStandStepChanged:1514038530000 14"));
         same("mapResourceRequest:<memory:1024, vCores:1>", "mapResourceRequest:<memory:2048, vCores:4>");
-        same("steps1514044800223|3786|0|0", "steps1|2|3|4");
+        same("steps1514044800223|3786|0|0", "steps1514044800999|1|2|3");
         assert_ne!(template("caused by dcbf.........0"), template("caused by icbi.........0"));
     }
 
     #[test]
+    fn an_upper_case_name_with_its_number_is_one_instance() {
+        same("synchronized to LOCAL(0), stratum 10", "synchronized to 10.100.20.250, stratum 3");
+        assert_eq!(template("LOGIN chdir(2) failed"), "LOGIN chdir(<*>) failed");
+    }
+
+    #[test]
+    fn interface_names_are_wording_and_numbered_nodes_are_values() {
+        assert_eq!(template("Link Up on en0"), "Link Up on en0");
+        assert_ne!(template("connection via interface ee0"), template("connection via interface alt0"));
+        same("served by node node-96", "served by node node-7");
+        same("resolve an14 failed", "resolve cn302 failed");
+    }
+
+    #[test]
+    fn a_value_restated_in_brackets_is_one_value() {
+        same("close, 1190 bytes (1.16 KB) sent, 0 bytes received, lifetime <1 sec", "close, 0 bytes sent, 7 bytes (7 B) received, lifetime 00:01");
+        assert_ne!(template("pid 42 (init) exited"), template("pid 42 (cron) exited"));
+    }
+
+    #[test]
     fn one_address_is_one_value_in_any_notation() {
+        same("10.11.10.1,10.11.10.2 GET", "10.11.10.1 GET");
+        same("wpad:80 error", "proxy.example.com:5070 error");
+        same("bx.optimix.asia:80 open", "10.0.0.1:80 open");
+        assert_ne!(template("onExtend:1514038530000 14"), template("onStart:1514038530000 14"));
+        assert_eq!(template("org.apache.hadoop failed"), "org.apache.hadoop failed");
         same("Connection refused: [fe80::1]:8080", "Connection refused: 10.0.3.17:5432");
         same("Ido chip FF:F2:9F:16:E2:23:00:0D changed", "Ido chip 00:0A:9F:16:E2:23:00:0D changed");
     }
