@@ -1,0 +1,292 @@
+//! Message templates: an error message with its variable parts masked, so one cause is one
+//! bucket. Context-free (a template depends on its message alone, so nightly diffs, windows and
+//! merged states agree); every placeholder is the same `<*>`, since typed ones split causes.
+
+mod context;
+mod parts;
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use context::mark_context;
+use parts::{is_device_name, part_rule};
+
+const MAX_BYTES: usize = 3000;
+const MAX_TOKENS: usize = 100;
+pub const PLACEHOLDER: &str = "<*>";
+/// Changes whenever a rule below changes what a message's template is, so partial states made
+/// under other rules are refused rather than merged into different buckets.
+pub const RULES_VERSION: u32 = 2;
+
+static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
+    // A quote opens only at the start or after whitespace/punctuation, so "can't" stays a word.
+    Regex::new(r#"(^|[\s(\[{:=,<])('[^'\n]*'|"[^"\n]*"|`[^`\n]*`)"#).unwrap()
+});
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").unwrap());
+static URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\x22<>]+").unwrap());
+static ASSIGNED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"=[^\s,;&)\]}]+").unwrap());
+
+/// A template with the values each rule masked, in order.
+pub struct Explained {
+    pub template: String,
+    pub masks: Vec<Mask>,
+}
+
+/// One value masked, and the rule that masked it.
+pub struct Mask {
+    pub rule: &'static str,
+    pub value: String,
+}
+
+/// The template of a message and, for a reviewer, what each rule masked.
+pub fn explain(message: &str) -> Explained {
+    let mut masks = Vec::new();
+    let template = render(message, Some(&mut masks));
+    Explained { template, masks }
+}
+
+/// The template of a message: first line, capped, variable values masked to `<*>`.
+pub fn template(message: &str) -> String {
+    render(message, None)
+}
+
+fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
+    let first_line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let capped = cap_bytes(first_line, MAX_BYTES);
+    let mut note = |rule: &'static str, value: &str| {
+        if let Some(m) = masks.as_deref_mut() {
+            m.push(Mask { rule, value: value.to_string() });
+        }
+    };
+    // Each rule runs only on a message holding its sign (a quote, `://`, `@`, `=`).
+    let quoted = |c: &regex::Captures| {
+        let quoted = &c[2];
+        let inner = &quoted[1..quoted.len() - 1];
+        // An HTTP request line keeps its method: GET and DELETE of one path are two causes.
+        match inner.split_once(' ').filter(|(method, _)| HTTP_METHODS.contains(method)) {
+            Some((method, rest)) => {
+                note("quoted request", rest);
+                format!("{}{}{method} {PLACEHOLDER}{}", &c[1], &quoted[..1], &quoted[quoted.len() - 1..])
+            }
+            None => {
+                note("quoted", quoted);
+                format!("{}{PLACEHOLDER}", &c[1])
+            }
+        }
+    };
+    let mut masked = Cow::Borrowed(capped);
+    if masked.contains(['\'', '"', '`']) {
+        masked = replace(masked, &QUOTED, quoted);
+    }
+    if masked.contains("://") {
+        masked = replace(masked, &URL, |c: &regex::Captures| {
+            note("url", &c[0]);
+            PLACEHOLDER.to_string()
+        });
+    }
+    if masked.contains('@') {
+        masked = replace(masked, &EMAIL, |c: &regex::Captures| {
+            note("email", &c[0]);
+            PLACEHOLDER.to_string()
+        });
+    }
+    if masked.contains('=') {
+        masked = replace(masked, &ASSIGNED, |c: &regex::Captures| {
+            note("key=value", &c[0][1..]);
+            format!("={PLACEHOLDER}")
+        });
+    }
+
+    let words: Vec<&str> = masked.split_whitespace().take(MAX_TOKENS * 2).collect();
+    let mut tokens: Vec<Cow<str>> = words.iter().map(|w| shape(w, &mut note)).collect();
+    mark_context(&words, &mut tokens, &mut note);
+
+    let mut out = String::with_capacity(masked.len());
+    let mut count = 0;
+    let mut last_was_placeholder = false;
+    let mut skip_to = 0;
+    for (i, token) in tokens.iter().enumerate() {
+        if i < skip_to {
+            continue;
+        }
+        let variable = token.as_ref() == PLACEHOLDER;
+        if variable && last_was_placeholder {
+            continue; // "2026-01-15 10:30:00" is one value, not two
+        }
+        if last_was_placeholder {
+            // A value restated in brackets after it (`1190 bytes (1.16 KB)`) is the same value.
+            if let Some(end) = bracketed_values(&tokens[i..]) {
+                skip_to = i + end;
+                continue;
+            }
+        }
+        if count == MAX_TOKENS {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(token);
+        last_was_placeholder = variable;
+        count += 1;
+    }
+    out
+}
+
+/// How many tokens a bracketed group of values at the start of `tokens` spans (`(<*>)`,
+/// `(<*> <*>)`), if it is one.
+fn bracketed_values(tokens: &[Cow<str>]) -> Option<usize> {
+    let first = tokens.first()?;
+    let inner = first.strip_prefix('(')?;
+    for (n, token) in tokens.iter().enumerate() {
+        let token = if n == 0 { inner } else { token.as_ref() };
+        let (value, closed) = match token.strip_suffix(')') {
+            Some(value) => (value, true),
+            None => (token, false),
+        };
+        if value != PLACEHOLDER {
+            return None;
+        }
+        if closed {
+            return Some(n + 1);
+        }
+    }
+    None
+}
+
+/// `text` with every match of `re` replaced (borrowed still when nothing matched).
+fn replace<'a>(text: Cow<'a, str>, re: &Regex, with: impl FnMut(&regex::Captures) -> String) -> Cow<'a, str> {
+    let replaced = match re.replace_all(&text, with) {
+        Cow::Owned(s) => Some(s),
+        Cow::Borrowed(_) => None,
+    };
+    replaced.map_or(text, Cow::Owned)
+}
+
+const HTTP_METHODS: [&str; 9] = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE"];
+
+/// Characters that separate the parts of a token (`chdir(/tmp/x)`, `key:value,`, `a|b`).
+fn is_delimiter(c: char) -> bool {
+    matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | ':' | '|' | '"' | '\'' | '=')
+}
+
+/// A whitespace token as it is written: whole, masked whole, or with its value parts masked.
+fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'a, str> {
+    if is_plain_word(token) {
+        return Cow::Borrowed(token);
+    }
+    if token == PLACEHOLDER {
+        return Cow::Borrowed(PLACEHOLDER);
+    }
+    if let Some(instance) = instance_name(token) {
+        note("instance", instance);
+        return Cow::Owned(format!("{PLACEHOLDER}{}", &token[instance.len()..]));
+    }
+    // A value written with its own separators (an address, a time, a MAC, a UUID) is one value.
+    // Square brackets stay with it: `[fe80::1]:8080` is one address.
+    let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
+    let value_char = |c: char| c.is_ascii_hexdigit() || ".:-_/+[]TZ".contains(c);
+    if !is_device_name(core) && core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && !core.contains("...") {
+        note("number", core);
+        let start = token.find(core).expect("the core is inside its token");
+        // A sign before a number is part of it (`<1`, `~5`, `>=10`).
+        let sign = matches!(&token[..start], "<" | ">" | "<=" | ">=" | "~" | "≈");
+        if (start == 0 || sign) && start + core.len() == token.len() {
+            return Cow::Borrowed(PLACEHOLDER);
+        }
+        return Cow::Owned(format!("{}{PLACEHOLDER}{}", &token[..start], &token[start + core.len()..]));
+    }
+    let mut text = String::with_capacity(token.len());
+    let mut rest = token;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix(PLACEHOLDER) {
+            text.push_str(PLACEHOLDER);
+            rest = after;
+        } else if rest.starts_with("...") {
+            // Leader dots (`threshold.......0`) separate a name from its value.
+            let end = rest.find(|c: char| c != '.').unwrap_or(rest.len());
+            text.push_str(&rest[..end]);
+            rest = &rest[end..];
+        } else if is_delimiter(c) {
+            // An empty pair of brackets is an empty value: `()` groups with `(host)`.
+            let empty = (c == '(' && rest[1..].starts_with(')')) || (c == '[' && rest[1..].starts_with(']'));
+            if empty {
+                text.push(c);
+                text.push_str(PLACEHOLDER);
+                text.push_str(&rest[1..2]);
+                rest = &rest[2..];
+            } else {
+                text.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        } else {
+            let end = rest.find(is_delimiter).unwrap_or(rest.len());
+            let end = rest[..end].find(PLACEHOLDER).unwrap_or(end);
+            let end = rest[..end].find("...").unwrap_or(end);
+            let part = &rest[..end];
+            match part_rule(part) {
+                Some(rule) => {
+                    note(rule, part);
+                    text.push_str(PLACEHOLDER);
+                }
+                None => text.push_str(part),
+            }
+            rest = &rest[end..];
+        }
+    }
+    // Values joined into one (`host:port`, `<*>.<*>`) are one value, as an address is.
+    // Values joined into one (`host:port`, `<*>.<*>`, a list `a,b`) are one value, as an address
+    // is; so is a host name before a port (`wpad:80`).
+    let joined = text.split(PLACEHOLDER).all(|joiner| joiner.is_empty() || matches!(joiner, ":" | "." | "-" | "/" | "@" | "_" | ","));
+    if joined && text.starts_with(PLACEHOLDER) && text.ends_with(PLACEHOLDER) {
+        return Cow::Borrowed(PLACEHOLDER);
+    }
+    if let Some(name) = text.strip_suffix(":<*>").filter(|_| is_port(token)) {
+        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-') {
+            note("host", name);
+            return Cow::Borrowed(PLACEHOLDER);
+        }
+    }
+    Cow::Owned(text)
+}
+
+/// An upper-case name with its number in brackets names one instance (`LOCAL(0)`, `CPU(3)`):
+/// the whole is a value. Returns it without the punctuation that follows.
+fn instance_name(token: &str) -> Option<&str> {
+    let name = token.trim_end_matches([',', ';', '.']);
+    let (head, index) = name.strip_suffix(')')?.split_once('(')?;
+    let upper = head.len() >= 2 && head.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let number = !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit());
+    (upper && head.as_bytes()[0].is_ascii_uppercase() && number).then_some(name)
+}
+
+/// Whether a token ends in `:` and a port number (at most five digits).
+fn is_port(token: &str) -> bool {
+    let digits = token.rsplit_once(':').map_or("", |(_, port)| port);
+    (1..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A word no rule of `shape` touches (most words of a message): no digit, delimiter, dot,
+/// slash or tilde, and too short or not hex enough to be a bare hex id.
+fn is_plain_word(token: &str) -> bool {
+    let plain = token.chars().all(|c| !(c.is_ascii_digit() || is_delimiter(c) || matches!(c, '.' | '/' | '~')));
+    plain && !(token.len() >= 8 && token.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn cap_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests;

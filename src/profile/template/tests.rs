@@ -1,0 +1,159 @@
+//! Each rule with messages that must share a template and messages that must not.
+
+use super::template;
+
+fn same(a: &str, b: &str) {
+    assert_eq!(template(a), template(b), "\n{a}\n{b}");
+}
+
+#[test]
+fn uuids_and_hex_ids_are_masked() {
+    assert_eq!(
+        template("order 3f2b8c1e-9d4a-4f6b-8e2a-1c5d7e9f0a1b not found"),
+        "order <*> not found"
+    );
+    same("trace 0x7ffd5e8c not found", "trace 0x1a not found");
+    same("blob deadbeefcafebabe missing", "blob 0123456789abcdef missing");
+}
+
+#[test]
+fn ips_numbers_and_timestamps_are_masked() {
+    assert_eq!(
+        template("connection refused: 10.0.3.17:5432 after 3 attempts"),
+        "connection refused: <*> after <*> attempts"
+    );
+    assert_eq!(template("Connection refused: [fe80::1]:8080"), "Connection refused: <*>");
+    same("deadline exceeded at 2026-01-15T10:30:00Z", "deadline exceeded at 2026-11-02 08:01:59");
+    same("timeout after 30s", "timeout after 1.5s");
+}
+
+#[test]
+fn quoted_values_emails_urls_and_assignments_are_masked() {
+    assert_eq!(template("Invalid value 'abc def' for field \"qty\""), "Invalid value <*> for field <*>");
+    assert_eq!(template("can't reach 'db'"), "can't reach <*>");
+    assert_eq!(template("no user bob@example.com"), "no user <*>");
+    assert_eq!(template("GET https://api.example.com/orders failed"), "GET <*> failed");
+    assert_eq!(template("bad request user_id=usr_abc, sku=XL"), "bad request user_id=<*>, sku=<*>");
+}
+
+#[test]
+fn only_the_first_line_counts_and_whitespace_is_folded() {
+    assert_eq!(template("  ValueError:   bad\titems\nTraceback (most recent call last):"), "ValueError: bad items");
+}
+
+#[test]
+fn one_cause_one_template_over_real_looking_messages() {
+    let messages = [
+        "Items must be a list, got 'str' for order ord_123 (user usr_456)",
+        "Items must be a list, got 'int' for order ord_998 (user usr_1)",
+    ];
+    same(messages[0], messages[1]);
+}
+
+/// Each rule: messages that must group, and messages that must not.
+#[test]
+fn calendar_words_are_values_next_to_a_dates_numbers() {
+    same("connection from 10.0.0.1 at Fri Jun 17 07:07:00 2005", "connection from 10.0.0.2 at Mon Jul  4 10:00:00 2005");
+    same("status changed at Sat Sep 3 08:16:53 PDT 2005", "status changed at Thu Aug 11 23:01:02 PST 2005");
+    assert_eq!(template("May not reach the host on Monday"), "May not reach the host on Monday");
+}
+
+#[test]
+fn empty_brackets_are_an_empty_value() {
+    same("connection from 1.2.3.4 () at noon", "connection from 1.2.3.5 (host-5.example.net) at noon");
+    assert_ne!(template("init() ok"), template("init() failed"));
+}
+
+#[test]
+fn the_word_after_user_is_a_user_name() {
+    same("session closed for user cyrus", "session closed for user root");
+    same("Invalid user admin from 10.0.0.9", "Invalid user oracle from 10.0.0.7");
+    assert_eq!(template("user not found"), "user not found");
+    same("invalid user user [preauth]", "invalid user webmaster [preauth]");
+    assert_ne!(template("session closed for user root"), template("session opened for user root"));
+    same("Failed password for root from 10.0.0.1 port 22 ssh2", "Failed password for admin from 10.0.0.2 port 4 ssh2");
+    assert_eq!(template("waiting for data"), "waiting for data");
+}
+
+#[test]
+fn http_request_lines_keep_their_method() {
+    same(r#"10.11.10.1 "POST /v2/servers HTTP/1.1" status: 200"#, r#"10.11.10.7 "POST /v2/images/9 HTTP/1.0" status: 404"#);
+    assert_ne!(template(r#"x "GET /v2/servers HTTP/1.1" status: 200"#), template(r#"x "DELETE /v2/servers HTTP/1.1" status: 200"#));
+}
+
+#[test]
+fn units_after_a_number_are_part_of_the_value() {
+    same("1190 bytes (1.16 KB) sent", "52 bytes (0.05 MB) sent");
+    same("waited 30 s for lock", "waited 1.5 ms for lock");
+    assert_ne!(template("gave up after 3 attempts"), template("gave up after 3 tries"));
+}
+
+#[test]
+fn paths_and_hosts_are_values_and_code_names_are_not() {
+    same("Error loading /bgl/apps/x.rts: invalid image", "Error loading ./runtime_malloc: invalid image");
+    same("LOGIN chdir(/p/gb2/t800) failed", "LOGIN chdir(/home/a) failed");
+    same("open through proxy proxy.example.com:5070", "open through proxy gw.other.net:80");
+    same("open through proxy proxy.example.com:5070", "open through proxy 10.0.0.1:80");
+    assert_eq!(template("read/write error in org.apache.hadoop.Foo"), "read/write error in org.apache.hadoop.Foo");
+    assert_eq!(template("json.decoder failed"), "json.decoder failed");
+    same("reverse mapping for host-1.example.tw failed", "reverse mapping for a.b.com failed");
+    same("chrome.exe - open through proxy", "firefox.exe - open through proxy");
+    same("cannot read settings.py", "cannot read app.log");
+    assert_eq!(template("module os.path missing"), "module os.path missing");
+}
+
+#[test]
+fn values_inside_a_token_are_masked_and_its_wording_kept() {
+    same("onExtend:1514038530000 14 0 4", "onExtend:1 2 3 4");
+    assert_ne!(template("onExtend:1514038530000 14"), template("onStandStepChanged:1514038530000 14"));
+    same("mapResourceRequest:<memory:1024, vCores:1>", "mapResourceRequest:<memory:2048, vCores:4>");
+    same("steps1514044800223|3786|0|0", "steps1514044800999|1|2|3");
+    assert_ne!(template("caused by dcbf.........0"), template("caused by icbi.........0"));
+}
+
+#[test]
+fn an_upper_case_name_with_its_number_is_one_instance() {
+    same("synchronized to LOCAL(0), stratum 10", "synchronized to 10.100.20.250, stratum 3");
+    assert_eq!(template("LOGIN chdir(2) failed"), "LOGIN chdir(<*>) failed");
+}
+
+#[test]
+fn interface_names_are_wording_and_numbered_nodes_are_values() {
+    assert_eq!(template("Link Up on en0"), "Link Up on en0");
+    assert_ne!(template("connection via interface ee0"), template("connection via interface alt0"));
+    same("served by node node-96", "served by node node-7");
+    same("resolve an14 failed", "resolve cn302 failed");
+}
+
+#[test]
+fn a_value_restated_in_brackets_is_one_value() {
+    same("close, 1190 bytes (1.16 KB) sent, 0 bytes received, lifetime <1 sec", "close, 0 bytes sent, 7 bytes (7 B) received, lifetime 00:01");
+    assert_ne!(template("pid 42 (init) exited"), template("pid 42 (cron) exited"));
+}
+
+#[test]
+fn one_address_is_one_value_in_any_notation() {
+    same("10.11.10.1,10.11.10.2 GET", "10.11.10.1 GET");
+    same("wpad:80 error", "proxy.example.com:5070 error");
+    same("bx.optimix.asia:80 open", "10.0.0.1:80 open");
+    assert_ne!(template("onExtend:1514038530000 14"), template("onStart:1514038530000 14"));
+    assert_eq!(template("org.apache.hadoop failed"), "org.apache.hadoop failed");
+    same("Connection refused: [fe80::1]:8080", "Connection refused: 10.0.3.17:5432");
+    same("Ido chip FF:F2:9F:16:E2:23:00:0D changed", "Ido chip 00:0A:9F:16:E2:23:00:0D changed");
+}
+
+#[test]
+fn explain_names_each_masked_value_and_its_rule() {
+    let explained = super::explain("user bob at Fri Jun 17 07:07:00 2005 read /tmp/x");
+    assert_eq!(explained.template, template("user bob at Fri Jun 17 07:07:00 2005 read /tmp/x"));
+    let masks: Vec<(&str, &str)> = explained.masks.iter().map(|m| (m.rule, m.value.as_str())).collect();
+    for expected in [("user", "bob"), ("date", "Fri"), ("date", "Jun"), ("number", "17"), ("number", "07:07:00"), ("path", "/tmp/x")] {
+        assert!(masks.contains(&expected), "{expected:?} not in {masks:?}");
+    }
+}
+
+#[test]
+fn long_messages_are_capped() {
+    let long = "word ".repeat(1000);
+    assert_eq!(template(&long).split(' ').count(), 100);
+}
