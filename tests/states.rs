@@ -174,6 +174,15 @@ fn states_made_with_other_rules_are_refused_naming_both() {
     dir.command().args(["rank", "d.jsonl", "-o", "v.state"]).ok();
     let run = dir.command().args(["rank", "v.state", "--profile", "envelope"]).expect_code(1);
     assert!(run.stderr.contains("v.state: made with profile `vision`") && run.stderr.contains("this run uses profile `envelope`"), "{}", run.stderr);
+    // Two states made with different profiles: the second is named with the first.
+    dir.gen("e.jsonl", &["--profile", "envelope", "--rows", "100"]);
+    dir.command().args(["rank", "e.jsonl", "--profile", "envelope", "-o", "e.state"]).ok();
+    let run = dir.command().args(["rank", "e.state", "v.state", "--profile", "envelope"]).expect_code(1);
+    assert!(
+        run.stderr.contains("v.state: made with profile `vision`") && run.stderr.contains("but e.state and this run use profile `envelope`"),
+        "{}",
+        run.stderr
+    );
 
     dir.create("rules.toml", "[transient]\npatterns = [\"timeout\", \"gpu_oom\"]\n");
     let run = dir.command().args(["rank", "v.state", "--classification", "rules.toml"]).expect_code(1);

@@ -15,7 +15,7 @@ pub fn gather(scan: &Scan, profile: &Profile, dumps: &[Input], states: &[Input])
     let mut read_states = Vec::new();
     for input in states {
         for state in read(&scan.storage.read_all(&input.location)?, &input.display)? {
-            check_rules(&state, &rules)?;
+            check_rules(&state, &rules, read_states.first().map(|s: &super::State| s.origin.as_str()))?;
             read_states.push(state);
         }
     }

@@ -127,11 +127,13 @@ pub struct State {
     pub partial: Partial,
 }
 
-/// Refuses a state made with other rules than this run's, naming both.
-pub fn check_rules(state: &State, run: &Rules) -> Result<()> {
+/// Refuses a state made with other rules than this run's, naming both rules, and the state
+/// already read with this run's rules (`agreeing`), if any.
+pub fn check_rules(state: &State, run: &Rules, agreeing: Option<&str>) -> Result<()> {
     if state.rules != *run {
+        let others = agreeing.map_or("this run uses".to_string(), |origin| format!("{origin} and this run use"));
         bail!(
-            "{}: made with {}, but this run uses {}: states merge only with states and dumps read the same way \
+            "{}: made with {}, but {others} {}: states merge only with states and dumps read the same way \
              (give the same --profile and --classification)",
             state.origin,
             state.rules.describe(),
