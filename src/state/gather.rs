@@ -26,12 +26,9 @@ pub fn gather(scan: &Scan, profile: &Profile, dumps: &[Input], states: &[Input])
 
     let (hourly, tally) = scan.fold(dumps, HourlyGroups::default)?;
     records.iter_mut().zip(&tally.rejected_by_input).for_each(|(r, &n)| r.rejected = n);
-    records.sort_by(|a, b| a.name.cmp(&b.name));
     let rejects = tally.rejects.into_iter().map(|r| RejectRecord { input: r.input, line: r.line, reason: r.reason }).collect();
     let mut partial = Partial { summary: hourly.finish(scan.layout), inputs: records, rejects };
-    for state in read_states {
-        partial.merge(state.partial);
-    }
+    partial.merge(read_states.into_iter().map(|s| s.partial));
     Ok(partial)
 }
 

@@ -95,12 +95,14 @@ impl Partial {
         self.inputs.iter().map(|i| i.rejected).sum()
     }
 
-    /// Adds another partial; the caller has checked that they cover different dumps.
-    pub fn merge(&mut self, other: Partial) {
-        self.summary.merge(other.summary);
-        self.inputs.extend(other.inputs);
+    /// Adds other partials; the caller has checked that they all cover different dumps.
+    pub fn merge(&mut self, others: impl IntoIterator<Item = Partial>) {
+        for other in others {
+            self.summary.merge(other.summary);
+            self.inputs.extend(other.inputs);
+            self.rejects.extend(other.rejects);
+        }
         self.inputs.sort_by(|a, b| a.name.cmp(&b.name));
-        self.rejects.extend(other.rejects);
         self.rejects.sort_by(|a, b| (&a.input, a.line).cmp(&(&b.input, b.line)));
         self.rejects.truncate(NAMED_REJECTS);
     }
