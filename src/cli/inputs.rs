@@ -20,7 +20,8 @@ const SHOWN_REJECTS: usize = 10;
 
 #[derive(clap::Args, Debug)]
 pub struct InputArgs {
-    /// Dump files, directories (read recursively), globs, or - for JSON-lines on stdin.
+    /// Dump files, directories (read recursively), globs, or - for JSON-lines on stdin; rank,
+    /// trend and health also take partial states (.state files).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
 

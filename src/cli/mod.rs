@@ -46,8 +46,9 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 ///
 /// Reads archived DLQ dumps (Parquet or JSON-lines, plain, .gz or .zst; files, directories,
 /// globs, s3:// prefixes, or - for stdin), groups failures by a normalised signature, ranks the
-/// causes and follows them over time (trend, diff, health); plans a reviewed replay and executes
-/// exactly that plan (plan, show, execute).
+/// causes and follows them over time (trend, diff, health), also from partial states
+/// (--format state) that merge exactly; plans a reviewed replay and executes exactly that plan
+/// (plan, show, execute).
 /// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert you asked to fail on.
 #[derive(Parser)]
 #[command(name = "dlqf", version, max_term_width = 100)]
