@@ -9,7 +9,7 @@ use crate::timestamp;
 /// More periods than this is almost always one wrong timestamp far from the rest.
 pub const MAX_PERIODS: i64 = 100_000;
 
-const HOUR: i64 = 3_600_000_000;
+pub const HOUR: i64 = 3_600_000_000;
 pub const DAY: i64 = 24 * HOUR;
 /// 1970-01-01 was a Thursday; weeks start on Monday (ISO 8601), three days earlier.
 const MONDAY_OFFSET: i64 = 3 * DAY;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::builder::TypedValueParser;
+use dlqf::analyze::periods::HOUR;
 use dlqf::profile::Profile;
 use dlqf::report::OutputFormat;
 use dlqf::source::layout::Layout;
@@ -149,7 +150,6 @@ impl InputArgs {
         let progress = Progress::for_bytes(total_bytes, !self.no_progress);
         Ok(Prepared { storage, profile, layout, inputs, states, window, progress, strict: self.strict })
     }
-
 }
 
 pub struct Prepared {
@@ -242,10 +242,7 @@ impl Prepared {
         }
         Ok(())
     }
-
 }
-
-const HOUR: i64 = 3_600_000_000;
 
 /// Writes `partial` as a state to `destination`.
 pub fn write_state(storage: &Storage, profile: &Profile, layout: &Layout, partial: &Partial, destination: &Location) -> Result<()> {

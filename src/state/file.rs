@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{InputRecord, Partial, RejectRecord, Rules, State, FORMAT};
+use crate::analyze::periods::HOUR;
 use crate::analyze::summary::Summary;
 use crate::analyze::GroupStats;
 use crate::source::layout::Layout;
 
-const HOUR: i64 = 3_600_000_000;
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
