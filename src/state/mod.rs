@@ -20,7 +20,7 @@ pub use gather::gather;
 pub const FORMAT: &str = "dlqf.state/1";
 
 /// The profile a state was made with: a state merges only with states and dumps read the same way.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rules {
     pub profile: String,
     pub signature_fields: Vec<String>,
