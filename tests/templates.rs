@@ -11,6 +11,9 @@ fn template_prints_one_template_per_line_and_explains_the_masks() {
     assert_eq!(out, "session closed for user <*>\nTimed out after <*> calling gw at <*>\n");
     let stdin = dir.command().arg("template").stdin("session closed for user root\n").ok();
     assert_eq!(stdin, "session closed for user <*>\n", "the same template from stdin, for another user");
+    // Any bytes: CRLF line ends, invalid UTF-8 (shown as U+FFFD), no final newline.
+    let odd = dir.command().arg("template").stdin(b"bad \xff byte 12\r\nlast line 7".to_vec()).ok();
+    assert_eq!(odd, "bad \u{fffd} byte <*>\nlast line <*>\n");
     let explained = dir.command().args(["template", "--explain", "m.txt"]).ok();
     assert!(explained.contains("session closed for user <*>\n    user: cyrus\n"), "{explained}");
     assert!(explained.contains("    number: 4653ms\n    number: 10.0.161.173:8443\n"), "{explained}");

@@ -34,17 +34,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let storage = Storage::new();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for input in &args.inputs {
-        let reader = BufReader::new(storage.open(input)?);
-        for (number, line) in reader.lines().enumerate() {
-            let line = line.with_context(|| format!("{input}:{}: cannot read (not UTF-8 text?)", number + 1))?;
+        let mut reader = BufReader::new(storage.open(input)?);
+        let mut bytes = Vec::new();
+        for number in 1.. {
+            bytes.clear();
+            if reader.read_until(b'\n', &mut bytes).with_context(|| format!("{input}:{number}: cannot read"))? == 0 {
+                break;
+            }
+            // A message that is not valid UTF-8 is templated with U+FFFD where its bad bytes were.
+            let line = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
+            let line = line.strip_suffix('\r').unwrap_or(&line);
             if args.explain {
-                let explained = template::explain(&line);
+                let explained = template::explain(line);
                 writeln!(out, "{}", explained.template)?;
                 for mask in &explained.masks {
                     writeln!(out, "    {}: {}", mask.rule, mask.value)?;
                 }
             } else {
-                writeln!(out, "{}", template::template(&line))?;
+                writeln!(out, "{}", template::template(line))?;
             }
         }
     }
