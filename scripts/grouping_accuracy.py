@@ -3,9 +3,9 @@
 
 usage: grouping_accuracy.py FOLDER [--dlqf PATH] [--drain3] [--worst N]
 
-FOLDER holds one CSV per system, anywhere below it: `<System>_2k.log_structured_corrected.csv`
-(or `<System>_2k.log_structured.csv` where no corrected labels exist), with the columns Content
-(the message) and EventTemplate (its true template). A line counts as grouped correctly when
+FOLDER holds labelled CSVs anywhere below it, with the columns Content (the message) and
+EventTemplate (its true template), such as Loghub-2.0's `<System>_2k.log_structured_corrected.csv`
+(corrected labels are preferred where a system has both). A line counts as grouped correctly when
 its predicted group holds exactly the lines of its true template (the grouping accuracy of the
 log-parsing literature). dlqf templates every line alone (`dlqf template`): no line's template
 depends on the others. With --drain3 (needs `pip install drain3`), Drain3's default
@@ -14,23 +14,46 @@ the N true templates whose lines dlqf groups worst, to see why.
 """
 import argparse
 import collections
+import contextlib
 import csv
+import io
 import os
+import shutil
 import subprocess
 import sys
 
 
 def find_sets(folder):
-    """(system, path) of each labelled CSV, corrected labels preferred."""
+    """(system, path) of each labelled CSV below FOLDER (one with Content and EventTemplate
+    columns), named by the part of its file name before `_2k` (or its stem); where a system has
+    several, corrected labels are preferred."""
     found = {}
     for root, _, names in os.walk(folder):
-        for name in names:
-            for suffix, rank in (("_2k.log_structured_corrected.csv", 0), ("_2k.log_structured.csv", 1)):
-                if name.endswith(suffix):
-                    system = name[: -len(suffix)]
-                    if system not in found or rank < found[system][0]:
-                        found[system] = (rank, os.path.join(root, name))
+        for name in sorted(names):
+            if not name.endswith(".csv"):
+                continue
+            path = os.path.join(root, name)
+            with open(path, newline="", encoding="utf-8", errors="replace") as f:
+                header = next(csv.reader(f), [])
+            if "Content" not in header or "EventTemplate" not in header:
+                continue
+            system = name.split("_2k")[0] if "_2k" in name else name[: -len(".csv")]
+            rank = 0 if "corrected" in name else 1
+            if system not in found or rank < found[system][0]:
+                found[system] = (rank, path)
     return sorted((system, path) for system, (_, path) in found.items())
+
+
+def default_dlqf():
+    """The dlqf that `make` builds, else one on PATH."""
+    targets = [os.environ.get("CARGO_TARGET_DIR"), os.path.expanduser("~/.cache/dlqf-target"),
+               os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")]
+    for target in filter(None, targets):
+        for profile in ("release", "debug"):
+            path = os.path.join(target, profile, "dlqf")
+            if os.access(path, os.X_OK):
+                return path
+    return shutil.which("dlqf") or "dlqf"
 
 
 def read_set(path):
@@ -65,7 +88,8 @@ def dlqf_templates(dlqf, lines):
 def drain3_clusters(lines):
     from drain3 import TemplateMiner  # noqa: PLC0415 (optional)
 
-    miner = TemplateMiner()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        miner = TemplateMiner()  # its defaults; it says so when no drain3.ini is found
     return [miner.add_log_message(line)["cluster_id"] for line in lines]
 
 
@@ -96,14 +120,14 @@ def worst(predicted, truth, lines, n):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder")
-    default = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/dlqf-target")), "debug", "dlqf")
-    ap.add_argument("--dlqf", default=default)
+    ap.add_argument("--dlqf", default=None, help="the dlqf binary (default: the one make builds, else on PATH)")
     ap.add_argument("--drain3", action="store_true")
     ap.add_argument("--worst", type=int, default=0)
     args = ap.parse_args()
+    args.dlqf = args.dlqf or default_dlqf()
     sets = find_sets(args.folder)
     if not sets:
-        sys.exit(f"{args.folder}: no *_2k.log_structured[_corrected].csv files")
+        sys.exit(f"{args.folder}: no CSV files with Content and EventTemplate columns")
     print("| system | lines | true templates | dlqf groups | dlqf accuracy |" + (" Drain3 default |" if args.drain3 else ""))
     print("|---|---:|---:|---:|---:|" + ("---:|" if args.drain3 else ""))
     scores, drain_scores = [], []
