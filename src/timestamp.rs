@@ -169,6 +169,26 @@ mod tests {
         }
     }
 
+    /// Every month of three years (a leap one, a century) with invalid months and days (0,
+    /// 29–32 of short months), and NUL bytes for a date, against chrono.
+    #[test]
+    fn every_date_valid_or_not_agrees_with_chrono() {
+        let mut texts = Vec::new();
+        for year in [1999, 2000, 2024] {
+            for month in 0..=13 {
+                for day in [0, 1, 15, 28, 29, 30, 31, 32] {
+                    texts.push(format!("{year:04}-{month:02}-{day:02}T23:59:59.5+01:00"));
+                    texts.push(format!("{year:04}-{month:02}-{day:02} 00:00:00Z"));
+                }
+            }
+        }
+        texts.push(format!("{}T00:00:00Z", "\0".repeat(10)));
+        for text in &texts {
+            let theirs = DateTime::parse_from_rfc3339(text).ok().map(|t| t.timestamp_micros());
+            assert_eq!(parse_rfc3339(text), theirs, "{text:?}");
+        }
+    }
+
     #[test]
     fn accepts_space_separator_and_missing_offset() {
         assert_eq!(parse_rfc3339("2026-10-01 00:00:00"), Some(chrono_micros("2026-10-01T00:00:00Z")));
