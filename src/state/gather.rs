@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{check_overlap, check_rules, read, InputRecord, Partial, RejectRecord, Rules};
+use super::{check_mergeable, read, InputRecord, Partial, RejectRecord, Rules};
 use crate::analyze::summary::HourlyGroups;
 use crate::profile::Profile;
 use crate::source::{Input, Scan};
@@ -14,15 +14,10 @@ pub fn gather(scan: &Scan, profile: &Profile, dumps: &[Input], states: &[Input])
     let rules = Rules::of(profile);
     let mut read_states = Vec::new();
     for input in states {
-        for state in read(&scan.storage.read_all(&input.location)?, &input.display)? {
-            check_rules(&state, &rules, read_states.first().map(|s: &super::State| s.origin.as_str()))?;
-            read_states.push(state);
-        }
+        read_states.extend(read(&scan.storage.read_all(&input.location)?, &input.display)?);
     }
     let mut records: Vec<InputRecord> = dumps.iter().map(input_record).collect();
-    let covered = records.iter().map(|r| (r.name.as_str(), "this run's inputs"));
-    let in_states = read_states.iter().flat_map(|s| s.partial.inputs.iter().map(|r| (r.name.as_str(), s.origin.as_str())));
-    check_overlap(covered.chain(in_states))?;
+    check_mergeable(&read_states, &rules, &records)?;
 
     let (hourly, tally) = scan.fold(dumps, HourlyGroups::default)?;
     records.iter_mut().zip(&tally.rejected_by_input).for_each(|(r, &n)| r.rejected = n);

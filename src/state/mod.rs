@@ -129,9 +129,21 @@ pub struct State {
     pub partial: Partial,
 }
 
+/// Refuses states that cannot merge with each other and with this run's own `dumps`: one made
+/// with other rules than `rules`, or a dump covered twice.
+pub fn check_mergeable(states: &[State], rules: &Rules, dumps: &[InputRecord]) -> Result<()> {
+    for (i, state) in states.iter().enumerate() {
+        // Reaching a later state, the first one agreed with this run.
+        check_rules(state, rules, (i > 0).then(|| states[0].origin.as_str()))?;
+    }
+    let covered = dumps.iter().map(|r| (r.name.as_str(), "this run's inputs"));
+    let in_states = states.iter().flat_map(|s| s.partial.inputs.iter().map(|r| (r.name.as_str(), s.origin.as_str())));
+    check_overlap(covered.chain(in_states))
+}
+
 /// Refuses a state made with other rules than this run's, naming both rules, and the state
 /// already read with this run's rules (`agreeing`), if any.
-pub fn check_rules(state: &State, run: &Rules, agreeing: Option<&str>) -> Result<()> {
+fn check_rules(state: &State, run: &Rules, agreeing: Option<&str>) -> Result<()> {
     if state.rules != *run {
         let others = agreeing.map_or("this run uses".to_string(), |origin| format!("{origin} and this run use"));
         bail!(
@@ -147,7 +159,7 @@ pub fn check_rules(state: &State, run: &Rules, agreeing: Option<&str>) -> Result
 
 /// Refuses a dump covered twice (by two states, or by a state and as an input of its own),
 /// which would count its failures twice. `covered` lists each dump with where it was seen.
-pub fn check_overlap<'a>(covered: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<()> {
+fn check_overlap<'a>(covered: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<()> {
     let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
     for (name, origin) in covered {
         if name == "-" {
