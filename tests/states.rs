@@ -312,3 +312,22 @@ fn spark_running_dlqf_per_partition_gives_one_ranks_exact_answer() {
         assert_eq!(merged, dir.command().args(["rank", "--profile", profile, profile, "--format", "json"]).ok(), "{profile}");
     }
 }
+
+#[test]
+fn diff_ranks_states_as_rank_does() {
+    let dir = Dir::new();
+    dir.gen("d/dt=2026-10-01/a.jsonl", &["--profile", "envelope", "--rows", "600", "--seed", "3", "--days", "1"]);
+    dir.gen("d/dt=2026-10-02/b.jsonl", &["--profile", "envelope", "--rows", "700", "--seed", "4", "--days", "1", "--start", "2026-10-02"]);
+    for day in ["2026-10-01", "2026-10-02"] {
+        dir.command().args(["rank", "--profile", "envelope", &format!("d/dt={day}"), "-o", &format!("{day}.state")]).ok();
+        dir.command().args(["rank", "--profile", "envelope", &format!("d/dt={day}"), "-o", &format!("{day}.json")]).ok();
+    }
+    for format in ["json", "markdown"] {
+        let from_reports = dir.command().args(["diff", "2026-10-01.json", "2026-10-02.json", "--format", format]).ok();
+        // The profile comes from the states; the names differ only in the headings.
+        let from_states = dir.command().args(["diff", "2026-10-01.state", "2026-10-02.state", "--format", format]).ok();
+        assert_eq!(from_states.replace(".state", ".json"), from_reports, "{format}");
+    }
+    let run = dir.command().args(["diff", "2026-10-01.state", "2026-10-02.state", "--profile", "vision"]).expect_code(1);
+    assert!(run.stderr.contains("2026-10-01.state: made with profile `envelope`"), "{}", run.stderr);
+}
