@@ -161,6 +161,11 @@ fn states_concatenated_in_one_file_read_as_separate_states() {
     dir.create("both.txt", format!("{a}{b}"));
     let expected = dir.command().args(["rank", "d", "--format", "json"]).ok();
     assert_eq!(dir.command().args(["rank", "both.txt", "--format", "json"]).ok(), expected, "sniffed by content when named explicitly");
+    // Through a pipe: states on stdin are told from a dump by their first bytes.
+    assert_eq!(dir.command().args(["rank", "-", "--format", "json"]).stdin(format!("{a}{b}")).ok(), expected);
+    let dump = dir.read("d/a.jsonl");
+    let from_pipe = dir.command().args(["rank", "-", "--format", "json"]).stdin(dump).ok();
+    assert_eq!(from_pipe, dir.command().args(["rank", "d/a.jsonl", "--format", "json"]).ok(), "a dump on stdin is still a dump");
     // A state read twice in one file is caught like any other overlap.
     dir.create("twice.state", format!("{a}{a}"));
     let run = dir.command().args(["rank", "twice.state"]).expect_code(1);

@@ -121,13 +121,14 @@ pub fn format_from_name(name: &str) -> Option<Format> {
     None
 }
 
-/// The format of a file whose name says nothing, from its first bytes (stdin: JSON-lines,
-/// its compression found when it is read).
+/// The format of a file whose name says nothing, from its first bytes (stdin: partial states,
+/// else JSON-lines, its compression found when it is read).
 fn sniff(storage: &Storage, location: &Location) -> Result<Format> {
-    if location.is_std() {
-        return Ok(Format::Jsonl(Compression::None));
-    }
     const STATE: &[u8] = b"{\"state\":\"dlqf.state/";
+    if location.is_std() {
+        let head = crate::storage::peek_stdin(STATE.len())?;
+        return Ok(if head == STATE { Format::State } else { Format::Jsonl(Compression::None) });
+    }
     let mut head = Vec::new();
     std::io::Read::read_to_end(&mut std::io::Read::take(storage.open(location)?, STATE.len() as u64), &mut head)
         .with_context(|| format!("{location}: cannot read"))?;

@@ -64,6 +64,20 @@ impl fmt::Display for Location {
     }
 }
 
+/// Bytes already read from stdin to tell what it holds; `open` gives them back first.
+static STDIN_HEAD: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+/// The first `n` bytes of stdin (fewer if it ends first), without consuming them: the next
+/// `open` of stdin starts with them.
+pub fn peek_stdin(n: usize) -> Result<Vec<u8>> {
+    let mut head = STDIN_HEAD.lock().expect("no thread panics holding it");
+    if head.len() < n {
+        let missing = (n - head.len()) as u64;
+        std::io::stdin().lock().take(missing).read_to_end(&mut head).context("reading stdin")?;
+    }
+    Ok(head[..head.len().min(n)].to_vec())
+}
+
 /// One object an input argument names.
 #[derive(Clone, Debug)]
 pub struct Found {
@@ -101,7 +115,10 @@ impl Storage {
     /// The object's bytes as a stream.
     pub fn open(&self, location: &Location) -> Result<Box<dyn Read + Send>> {
         match location {
-            Location::Std => Ok(Box::new(std::io::stdin())),
+            Location::Std => {
+                let head = std::mem::take(&mut *STDIN_HEAD.lock().expect("no thread panics holding it"));
+                Ok(Box::new(std::io::Cursor::new(head).chain(std::io::stdin())))
+            }
             Location::File(p) => Ok(Box::new(File::open(p).with_context(|| format!("{}: cannot open", p.display()))?)),
             Location::S3 { bucket, key } => self.s3.open(bucket, key),
         }
