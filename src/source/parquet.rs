@@ -187,9 +187,12 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
     let mut tally = PieceTally { lines: df.height() as u64, ..PieceTally::default() };
     let mut failed = None;
     for i in 0..df.height() {
-        let mut take = |key: &[u8], facts: RowFacts<'_>| match record(writer.as_ref(), i, &mut json) {
-            Ok(record) => accept(FullRow { key, facts, record }),
-            Err(e) => failed = Some(e),
+        let mut take = |key: &[u8], facts: RowFacts<'_>| match &writer {
+            None => accept(FullRow { key, facts, record: Record::Text("") }),
+            Some(writer) => match record(writer, i, &mut json) {
+                Ok(record) => accept(FullRow { key, facts, record }),
+                Err(e) => failed = Some(e),
+            },
         };
         if let Some(row) = direct.as_ref().and_then(|d| d.row(i, &mut key)) {
             rows.take_facts(&key, row, &mut tally, &mut take);
@@ -205,9 +208,8 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
     }
 }
 
-/// Row `i`'s whole record as JSON text in `json`, when there is a `writer` (else empty).
-fn record<'j>(writer: Option<&RowWriter>, i: usize, json: &'j mut Vec<u8>) -> Result<Record<'j>> {
-    let Some(writer) = writer else { return Ok(Record::Text("")) };
+/// Row `i`'s whole record as JSON text in `json`.
+fn record<'j>(writer: &RowWriter, i: usize, json: &'j mut Vec<u8>) -> Result<Record<'j>> {
     json.clear();
     writer.write(i, json)?;
     Ok(Record::Text(simdutf8::basic::from_utf8(json)?))
