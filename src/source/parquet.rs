@@ -281,6 +281,9 @@ struct Direct<'c> {
     time: DirectTime<'c>,
     attempts: Option<&'c I64Array>,
     signature: Vec<&'c StrArray>,
+    /// Whether any of these columns has a null in this row group; without one, no row's
+    /// validity needs looking up.
+    nulls: bool,
 }
 
 enum DirectTime<'c> {
@@ -291,6 +294,12 @@ enum DirectTime<'c> {
 impl<'c> Direct<'c> {
     fn new(rows: &Rows, columns: &'c [Column]) -> Option<Direct<'c>> {
         let plan = rows.layout.direct_columns()?;
+        let used = [Some(plan.id), Some(plan.time), plan.attempts].into_iter().flatten().chain(plan.signature.iter().copied());
+        let nulls = used.map(|i| &columns[i]).any(|c| match c {
+            Column::Str(ca) => ca.null_count() > 0,
+            Column::Int(ca) | Column::Time(ca, _) => ca.null_count() > 0,
+            _ => false,
+        });
         let text = |i: usize| match &columns[i] {
             Column::Str(ca) if ca.chunks().len() == 1 => ca.downcast_iter().next(),
             _ => None,
@@ -306,10 +315,13 @@ impl<'c> Direct<'c> {
             Some(_) => return None,
         };
         let signature = plan.signature.iter().map(|&i| text(i)).collect::<Option<Vec<_>>>()?;
-        Some(Direct { id: text(plan.id)?, time, attempts, signature })
+        Some(Direct { id: text(plan.id)?, time, attempts, signature, nulls })
     }
 
     fn row(&self, i: usize, key: &mut Vec<u8>) -> Option<RowFacts<'c>> {
+        if !self.nulls {
+            return self.row_without_nulls(i, key);
+        }
         key.clear();
         for column in &self.signature {
             push_part(key, column.get(i)?);
@@ -317,10 +329,7 @@ impl<'c> Direct<'c> {
         let id = self.id.get(i)?;
         let time = match &self.time {
             DirectTime::Text(a) => timestamp::parse_rfc3339(a.get(i)?)?,
-            DirectTime::Micros(a, factor) => {
-                let v = a.get(i)?;
-                if *factor < 0 { v.div_euclid(-factor) } else { v * factor }
-            }
+            DirectTime::Micros(a, factor) => micros(a.get(i)?, *factor),
         };
         let attempts = match self.attempts {
             None => 0,
@@ -328,4 +337,24 @@ impl<'c> Direct<'c> {
         };
         Some(RowFacts { id: Cow::Borrowed(id), time, attempts })
     }
+
+    /// `row` for a row group whose columns have no nulls: the same values, read without
+    /// looking up validity.
+    fn row_without_nulls(&self, i: usize, key: &mut Vec<u8>) -> Option<RowFacts<'c>> {
+        key.clear();
+        for column in &self.signature {
+            push_part(key, column.value(i));
+        }
+        let time = match &self.time {
+            DirectTime::Text(a) => timestamp::parse_rfc3339(a.value(i))?,
+            DirectTime::Micros(a, factor) => micros(a.value(i), *factor),
+        };
+        let attempts = self.attempts.map_or(0, |a| a.value(i));
+        Some(RowFacts { id: Cow::Borrowed(self.id.value(i)), time, attempts })
+    }
+}
+
+/// A native time value in microseconds (`factor` negative: divide).
+fn micros(value: i64, factor: i64) -> i64 {
+    if factor < 0 { value.div_euclid(-factor) } else { value * factor }
 }
