@@ -264,7 +264,7 @@ impl Column {
             Column::Int(ca) => or_null(ca.get(i).map(Cell::Int)),
             Column::Float(ca) => or_null(ca.get(i).map(Cell::Float)),
             Column::Bool(ca) => or_null(ca.get(i).map(Cell::Bool)),
-            Column::Time(ca, factor) => or_null(ca.get(i).map(|v| Cell::Time(if *factor < 0 { v.div_euclid(-factor) } else { v * factor }))),
+            Column::Time(ca, factor) => or_null(ca.get(i).map(|v| Cell::Time(micros(v, *factor)))),
             Column::Nested(kind) => Cell::Nested(kind),
         }
     }
@@ -339,7 +339,8 @@ impl<'c> Direct<'c> {
     }
 
     /// `row` for a row group whose columns have no nulls: the same values, read without
-    /// looking up validity.
+    /// looking up validity. A copy on purpose: one reader choosing per cell costs 2.9% more
+    /// of rank's instructions than these two (cachegrind, 1M Parquet rows).
     fn row_without_nulls(&self, i: usize, key: &mut Vec<u8>) -> Option<RowFacts<'c>> {
         key.clear();
         for column in &self.signature {
