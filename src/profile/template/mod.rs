@@ -62,7 +62,6 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
             m.push(Mask { rule, value: value.to_string() });
         }
     };
-    // Each rule runs only on a message holding its sign (a quote, `://`, `@`, `=`).
     let quoted = |c: &regex::Captures| {
         let quoted = &c[2];
         let inner = &quoted[1..quoted.len() - 1];
@@ -78,6 +77,7 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
             }
         }
     };
+    // Each rule runs only on a message holding its sign (a quote, `://`, `@`, `=`).
     let mut masked = Cow::Borrowed(capped);
     if masked.contains(['\'', '"', '`']) {
         masked = replace(masked, &QUOTED, quoted);
