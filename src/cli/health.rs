@@ -8,7 +8,7 @@ use dlqf::analyze::health::{self, DailyCounts, HealthOptions, TopicDays, DEFAULT
 use dlqf::source::Window;
 use dlqf::report::{self, OutputFormat};
 
-use super::inputs::{write_state, InputArgs, Loaded, OutputArgs, Read};
+use super::inputs::{InputArgs, Loaded, OutputArgs, Read};
 use super::{UsageError, EXIT_ALERT};
 
 /// Depth, failures per UTC day, growth per day and a healthy/warning/critical status, for the
@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let writes = [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::State];
     let format = args.output.format("health", &writes)?;
-    let writes_state = format == OutputFormat::State;
+    let state_to = (format == OutputFormat::State).then(|| args.output.destination());
     let prepared = args.input.prepare(Window::default())?;
     let fields = prepared.profile.signature_names();
     let by = args.by.clone().or_else(|| prepared.profile.origin.topic.clone().filter(|f| fields.contains(f)));
@@ -76,13 +76,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })?),
         None => None,
     };
-    let Loaded { storage, profile, layout, read, rejected } =
-        prepared.load(|| (DailyCounts::default(), part.map(TopicDays::new)), writes_state)?;
+    let make = || (DailyCounts::default(), part.map(TopicDays::new));
+    let Some(Loaded { storage, layout, read, rejected, .. }) = prepared.load(make, state_to.as_ref())? else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let (whole, topics) = match read {
-        Read::Partial(partial) if writes_state => {
-            write_state(&storage, &profile, &layout, &partial, &args.output.destination())?;
-            return Ok(ExitCode::SUCCESS);
-        }
         Read::Partial(partial) => (partial.summary.days(), part.map(|p| partial.summary.topic_days(p))),
         Read::Dumps((whole, topics)) => (whole, topics.map(|t| t.finish(&layout))),
     };
@@ -93,7 +91,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Json => report::json::render(&health)?,
         OutputFormat::Csv => report::csv::health(&health),
         OutputFormat::Markdown => report::markdown::health(&health),
-        OutputFormat::Parquet | OutputFormat::Html | OutputFormat::State => unreachable!("refused by format() or written above"),
+        OutputFormat::Parquet | OutputFormat::Html | OutputFormat::State => unreachable!("refused by format() or written by load"),
     };
     storage.write(&args.output.destination(), &bytes)?;
     Ok(if args.fail_on_critical && health.any_critical() { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })

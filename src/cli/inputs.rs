@@ -185,30 +185,33 @@ impl Prepared {
 
     /// For commands that read rows: partial states hold none.
     pub fn refuse_states(&self, command: &str) -> Result<()> {
-        match self.states.first() {
-            Some(state) => Err(UsageError(format!("{}: a partial state holds counts, not rows: {command} reads dumps", state.display)).into()),
-            None => Ok(()),
-        }
+        refuse_states(&self.states, command)
     }
 
     /// Reads the inputs: dumps alone straight into the accumulator `make` builds, in parallel;
-    /// with states among the inputs, or when `writes_state`, everything into one partial.
-    pub fn load<A, F>(self, make: F, writes_state: bool) -> Result<Loaded<A>>
+    /// with states among the inputs, or a state to write (`state_to`), everything into one
+    /// partial. A state asked for is written here, and there is nothing more to do (None).
+    pub fn load<A, F>(self, make: F, state_to: Option<&Location>) -> Result<Option<Loaded<A>>>
     where
         A: Accumulator,
         F: Fn() -> A + Sync,
     {
-        let (read, rejected) = if self.states.is_empty() && !writes_state {
+        let (read, rejected) = if self.states.is_empty() && state_to.is_none() {
             let (acc, tally) = self.scan().fold(&self.inputs, make)?;
             self.check_rejects(&tally)?;
             (Read::Dumps(acc), tally.rejected)
         } else {
-            let partial = self.partial(writes_state)?;
+            let partial = self.partial(state_to.is_some())?;
+            if let Some(destination) = state_to {
+                let bytes = state::write(&Rules::of(&self.profile), &self.layout, &partial)?;
+                self.storage.write(destination, &bytes)?;
+                return Ok(None);
+            }
             let rejected = partial.rejected();
             (Read::Partial(partial), rejected)
         };
         let Prepared { storage, profile, layout, .. } = self;
-        Ok(Loaded { storage, profile, layout, read, rejected })
+        Ok(Some(Loaded { storage, profile, layout, read, rejected }))
     }
 
     /// States and dumps read into one partial; cut to the window unless it becomes a state.
@@ -244,10 +247,12 @@ impl Prepared {
     }
 }
 
-/// Writes `partial` as a state to `destination`.
-pub fn write_state(storage: &Storage, profile: &Profile, layout: &Layout, partial: &Partial, destination: &Location) -> Result<()> {
-    let bytes = state::write(&Rules::of(profile), layout, partial)?;
-    storage.write(destination, &bytes)
+/// Refuses the first partial state among `inputs`, for a command that reads rows.
+pub fn refuse_states(inputs: &[Input], command: &str) -> Result<()> {
+    match inputs.iter().find(|i| i.format == Format::State) {
+        Some(state) => Err(UsageError(format!("{}: a partial state holds counts, not rows: {command} reads dumps", state.display)).into()),
+        None => Ok(()),
+    }
 }
 
 pub fn report_rejects(rejected: u64, named: &[Reject]) {

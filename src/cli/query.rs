@@ -58,9 +58,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let storage = Storage::new();
     let inputs = source::inputs(&storage, &args.inputs)?;
-    if let Some(state) = inputs.iter().find(|i| i.format == source::Format::State) {
-        return Err(UsageError(format!("{}: a partial state holds counts, not rows: query reads dumps", state.display)).into());
-    }
+    super::inputs::refuse_states(&inputs, "query")?;
     let progress = Progress::for_bytes(inputs.iter().filter_map(|i| i.size).sum(), !args.no_progress);
     let table = RawTable::read(&storage, &inputs, &progress)?;
     super::inputs::report_rejects(table.tally.rejected, &table.tally.rejects);

@@ -11,7 +11,7 @@ use dlqf::report::{self, OutputFormat};
 
 use dlqf::source::Window;
 
-use super::inputs::{InputArgs, write_state, Loaded, OutputArgs, Read};
+use super::inputs::{InputArgs, Loaded, OutputArgs, Read};
 use super::{UsageError, EXIT_ALERT};
 
 /// Rank failure signatures by count: the dominant cause first.
@@ -77,14 +77,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // period length that suits the data's span.
     let html = format == OutputFormat::Html;
     let prepared = args.input.prepare(Window::default())?;
-    let writes_state = format == OutputFormat::State;
-    let Loaded { storage, profile, layout, read, rejected } =
-        prepared.load(|| (SignatureGroups::default(), html.then(|| TrendGroups::new(Every::Hour))), writes_state)?;
+    if let (Some(_), Some(state)) = (&args.explain, prepared.states.first()) {
+        return Err(UsageError(format!("--explain: {} is a partial state, which keeps counts, not messages: give the dumps", state.display)).into());
+    }
+    let state_to = (format == OutputFormat::State).then(|| args.output.destination());
+    let make = || (SignatureGroups::default(), html.then(|| TrendGroups::new(Every::Hour)));
+    let Some(Loaded { storage, profile, layout, read, rejected }) = prepared.load(make, state_to.as_ref())? else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let (groups, hourly) = match read {
-        Read::Partial(partial) if writes_state => {
-            write_state(&storage, &profile, &layout, &partial, &args.output.destination())?;
-            return Ok(ExitCode::SUCCESS);
-        }
         Read::Partial(partial) => (partial.summary.groups(), html.then(|| partial.summary.periods(Every::Hour))),
         Read::Dumps((groups, hourly)) => (groups.finish(&layout), hourly.map(|h| h.finish(&layout))),
     };
@@ -123,7 +124,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             report::html::rank(&ranking, &trend)
         }
-        OutputFormat::State => unreachable!("written above"),
+        OutputFormat::State => unreachable!("written by load"),
     };
     storage.write(&args.output.destination(), &bytes)?;
     let alert = ranking.dominant.as_ref().is_some_and(|d| d.alert);
@@ -131,7 +132,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// `--explain`: the bucket named by rank or by one of its values, and its first messages,
-/// read again from the dumps (states keep no messages).
+/// read again from the dumps (states, which keep no messages, were refused before).
 fn explain(args: &Args, wanted: &str, buckets: &[rank::RankedBucket], profile: &dlqf::profile::Profile) -> Result<ExitCode> {
     let found = match wanted.parse::<usize>() {
         Ok(n) => buckets.get(n.wrapping_sub(1)).map(|b| (n, b)),
@@ -141,9 +142,6 @@ fn explain(args: &Args, wanted: &str, buckets: &[rank::RankedBucket], profile: &
         return Err(UsageError(format!("--explain {wanted}: no bucket has this rank or signature value ({} buckets)", buckets.len())).into());
     };
     let prepared = args.input.prepare(Window::default())?;
-    if let Some(state) = prepared.states.first() {
-        return Err(UsageError(format!("--explain: {} is a partial state, which keeps counts, not messages: give the dumps", state.display)).into());
-    }
     let examples = dlqf::analyze::explain::examples(&prepared.scan(), &prepared.inputs, profile, &bucket.values, EXPLAINED)?;
     let signature: Vec<(String, String)> = profile.signature_names().into_iter().zip(bucket.values.iter().cloned()).collect();
     let text = report::explain::text(rank, buckets.len(), bucket.stats.count, &signature, &examples);

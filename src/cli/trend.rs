@@ -10,7 +10,7 @@ use dlqf::report::{self, OutputFormat};
 
 use dlqf::source::Window;
 
-use super::inputs::{write_state, InputArgs, Loaded, OutputArgs, Read};
+use super::inputs::{InputArgs, Loaded, OutputArgs, Read};
 use super::UsageError;
 
 /// Count failures per signature per UTC hour, day or week, and say what changed.
@@ -66,13 +66,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let writes = [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::State];
     let format = args.output.format("trend", &writes)?;
     let every = args.every;
-    let writes_state = format == OutputFormat::State;
-    let Loaded { storage, profile, layout, read, .. } = args.input.prepare(Window::default())?.load(|| TrendGroups::new(every), writes_state)?;
+    let state_to = (format == OutputFormat::State).then(|| args.output.destination());
+    let prepared = args.input.prepare(Window::default())?;
+    let Some(Loaded { storage, profile, layout, read, .. }) = prepared.load(|| TrendGroups::new(every), state_to.as_ref())? else {
+        return Ok(ExitCode::SUCCESS);
+    };
     let periods = match read {
-        Read::Partial(partial) if writes_state => {
-            write_state(&storage, &profile, &layout, &partial, &args.output.destination())?;
-            return Ok(ExitCode::SUCCESS);
-        }
         Read::Partial(partial) => partial.summary.periods(every),
         Read::Dumps(groups) => groups.finish(&layout),
     };
@@ -96,7 +95,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         OutputFormat::Json => report::json::render(&trend)?,
         OutputFormat::Csv => report::csv::trend(&trend),
         OutputFormat::Markdown => report::markdown::trend(&trend),
-        OutputFormat::Parquet | OutputFormat::Html | OutputFormat::State => unreachable!("refused by format() or written above"),
+        OutputFormat::Parquet | OutputFormat::Html | OutputFormat::State => unreachable!("refused by format() or written by load"),
     };
     storage.write(&args.output.destination(), &bytes)?;
     Ok(ExitCode::SUCCESS)
