@@ -57,7 +57,7 @@ pub struct Args {
 
 fn read_report(storage: &Storage, name: &str, args: &Args) -> Result<RankReport> {
     let bytes = storage.read_all(&Location::parse(name)?)?;
-    if bytes.starts_with(STATE_HEAD) {
+    if bytes.starts_with(dlqf::source::STATE_HEAD) {
         return rank_states(&bytes, name, args);
     }
     let mut report: RankReport = serde_json::from_slice(&bytes).with_context(|| format!("{name}: not a dlqf rank JSON report"))?;
@@ -71,8 +71,6 @@ fn read_report(storage: &Storage, name: &str, args: &Args) -> Result<RankReport>
     }
     Ok(report)
 }
-
-const STATE_HEAD: &[u8] = b"{\"state\":\"dlqf.state/";
 
 /// The ranking of the states in one file, as `dlqf rank FILE --format json` makes it.
 fn rank_states(bytes: &[u8], name: &str, args: &Args) -> Result<RankReport> {

@@ -121,20 +121,22 @@ pub fn format_from_name(name: &str) -> Option<Format> {
     None
 }
 
+/// How every partial state begins (its header's first field): what tells one from a dump.
+pub const STATE_HEAD: &[u8] = b"{\"state\":\"dlqf.state/";
+
 /// The format of a file whose name says nothing, from its first bytes (stdin: partial states,
 /// else JSON-lines, its compression found when it is read).
 fn sniff(storage: &Storage, location: &Location) -> Result<Format> {
-    const STATE: &[u8] = b"{\"state\":\"dlqf.state/";
     if location.is_std() {
-        let head = crate::storage::peek_stdin(STATE.len())?;
-        return Ok(if head == STATE { Format::State } else { Format::Jsonl(Compression::None) });
+        let head = crate::storage::peek_stdin(STATE_HEAD.len())?;
+        return Ok(if head == STATE_HEAD { Format::State } else { Format::Jsonl(Compression::None) });
     }
     let mut head = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(storage.open(location)?, STATE.len() as u64), &mut head)
+    std::io::Read::read_to_end(&mut std::io::Read::take(storage.open(location)?, STATE_HEAD.len() as u64), &mut head)
         .with_context(|| format!("{location}: cannot read"))?;
     Ok(match head.as_slice() {
         [b'P', b'A', b'R', b'1', ..] => Format::Parquet,
-        head if head == STATE => Format::State,
+        head if head == STATE_HEAD => Format::State,
         _ => Format::Jsonl(Compression::None),
     })
 }
