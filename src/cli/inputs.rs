@@ -221,7 +221,7 @@ impl Prepared {
         if !writes_state {
             partial = partial.within(self.window);
         }
-        self.check_rejected(partial.rejected(), &partial.named_rejects())?;
+        self.check_rejected(partial.rejected(), &partial.rejects)?;
         Ok(partial)
     }
 

@@ -216,7 +216,9 @@ pub fn partition_outside(name: &str, window: Window) -> bool {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A row that could not be read: where, and why (also kept as such in partial states).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Reject {
     pub input: String,
     pub line: u64,

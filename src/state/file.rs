@@ -8,10 +8,11 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{InputRecord, Partial, RejectRecord, Rules, State, FORMAT};
+use super::{InputRecord, Partial, Rules, State, FORMAT};
 use crate::analyze::periods::HOUR;
 use crate::analyze::summary::Summary;
 use crate::analyze::GroupStats;
+use crate::source::Reject;
 use crate::source::layout::Layout;
 
 
@@ -28,7 +29,7 @@ struct Header {
     /// Rejected rows, the sum over `inputs`.
     rejected: u64,
     inputs: Vec<InputRecord>,
-    rejects: Vec<RejectRecord>,
+    rejects: Vec<Reject>,
     /// How many signature lines follow.
     signatures: u64,
     /// SHA-256 of this header line written with `sha256` empty, then every signature line
@@ -181,7 +182,7 @@ mod tests {
         summary.signatures.insert(values("timeout"), BTreeMap::from([(0, stats(2, 5, "b", 9)), (HOUR, stats(1, HOUR + 1, "a", HOUR + 1))]));
         summary.signatures.insert(values("gpu_oom \"x\""), BTreeMap::from([(-HOUR, stats(3, -HOUR, "c", -1))]));
         let inputs = vec![InputRecord { name: "/d/dt=2026-10-01/a.jsonl".into(), size: Some(10), modified: None, etag: None, rejected: 1 }];
-        let rejects = vec![RejectRecord { input: "a.jsonl".into(), line: 3, reason: "field `stage` is missing".into() }];
+        let rejects = vec![Reject { input: "a.jsonl".into(), line: 3, reason: "field `stage` is missing".into() }];
         (Rules::of(&profile), Layout::new(&profile), Partial { summary, inputs, rejects })
     }
 

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{check_mergeable, read, InputRecord, Partial, RejectRecord, Rules};
+use super::{check_mergeable, read, InputRecord, Partial, Rules};
 use crate::analyze::summary::HourlyGroups;
 use crate::profile::Profile;
 use crate::source::{Input, Scan};
@@ -21,8 +21,7 @@ pub fn gather(scan: &Scan, profile: &Profile, dumps: &[Input], states: &[Input])
 
     let (hourly, tally) = scan.fold(dumps, HourlyGroups::default)?;
     records.iter_mut().zip(&tally.rejected_by_input).for_each(|(r, &n)| r.rejected = n);
-    let rejects = tally.rejects.into_iter().map(|r| RejectRecord { input: r.input, line: r.line, reason: r.reason }).collect();
-    let mut partial = Partial { summary: hourly.finish(scan.layout), inputs: records, rejects };
+    let mut partial = Partial { summary: hourly.finish(scan.layout), inputs: records, rejects: tally.rejects };
     partial.merge(read_states.into_iter().map(|s| s.partial));
     Ok(partial)
 }

@@ -72,14 +72,6 @@ pub struct InputRecord {
     pub rejected: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RejectRecord {
-    pub input: String,
-    pub line: u64,
-    pub reason: String,
-}
-
 /// A summary with what it covers: the body of a state file, or several merged.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Partial {
@@ -87,7 +79,7 @@ pub struct Partial {
     /// Sorted by name.
     pub inputs: Vec<InputRecord>,
     /// The first `NAMED_REJECTS` rejected rows by input name, then line.
-    pub rejects: Vec<RejectRecord>,
+    pub rejects: Vec<Reject>,
 }
 
 impl Partial {
@@ -115,15 +107,11 @@ impl Partial {
         let rejects = self.rejects.into_iter().filter(|r| kept(&r.input)).collect();
         Partial { summary: self.summary.within(window), inputs, rejects }
     }
-
-    pub fn named_rejects(&self) -> Vec<Reject> {
-        self.rejects.iter().map(|r| Reject { input: r.input.clone(), line: r.line, reason: r.reason.clone() }).collect()
-    }
 }
 
 /// A state read from a file, with where it came from for messages.
 pub struct State {
-    /// `file` or `file#N` for the N-th state of a file holding several.
+    /// `file`, or `file:LINE` (its header's line) in a file holding several.
     pub origin: String,
     pub rules: Rules,
     pub partial: Partial,
