@@ -84,6 +84,25 @@ impl Accumulator for SignatureGroups {
         }
     }
 
+    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
+        let mut numbered: Vec<Option<GroupStats>> = vec![None; keys.len()];
+        for (n, row) in rows {
+            match &mut numbered[n as usize] {
+                Some(g) => g.observe(row.time, &row.id, 1, row.time),
+                none => *none = Some(GroupStats::new(&row)),
+            }
+        }
+        for (key, stats) in keys.iter().zip(numbered) {
+            match (self.groups.get_mut(key.as_slice()), stats) {
+                (_, None) => {}
+                (Some(g), Some(stats)) => g.merge(&stats),
+                (None, Some(stats)) => {
+                    self.groups.insert(key.as_slice().into(), stats);
+                }
+            }
+        }
+    }
+
     fn merge(&mut self, other: Self) {
         for (key, stats) in other.groups {
             match self.groups.get_mut(&key) {

@@ -88,6 +88,22 @@ impl Accumulator for TrendGroups {
         }
     }
 
+    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
+        let mut numbered: Vec<FastMap<i64, u64>> = vec![FastMap::default(); keys.len()];
+        for (n, row) in rows {
+            *numbered[n as usize].entry(self.every.period_start(row.time)).or_insert(0) += 1;
+        }
+        for (key, counted) in keys.iter().zip(numbered).filter(|(_, counted)| !counted.is_empty()) {
+            let periods = match self.groups.get_mut(key.as_slice()) {
+                Some(periods) => periods,
+                None => self.groups.entry(key.as_slice().into()).or_default(),
+            };
+            for (period, n) in counted {
+                *periods.entry(period).or_insert(0) += n;
+            }
+        }
+    }
+
     fn merge(&mut self, other: Self) {
         for (key, periods) in other.groups {
             let mine = self.groups.entry(key).or_default();

@@ -50,7 +50,7 @@ impl Cell<'_> {
 }
 
 /// What a row contributes besides its signature.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RowFacts<'a> {
     pub id: Cow<'a, str>,
     pub time: i64,

@@ -146,6 +146,15 @@ fn sniff(storage: &Storage, location: &Location) -> Result<Format> {
 pub trait Accumulator: Send + Sized {
     fn add(&mut self, signature_key: &[u8], row: &RowFacts);
     fn merge(&mut self, other: Self);
+
+    /// A row group's rows whose keys a source numbered (`keys[n]` is key number n), in row
+    /// order: an accumulator keyed by signature can gather them per number and look each key
+    /// up once.
+    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
+        for (n, row) in rows {
+            self.add(&keys[n as usize], &row);
+        }
+    }
 }
 
 /// An analysis that may be switched off for a run.
@@ -153,6 +162,12 @@ impl<A: Accumulator> Accumulator for Option<A> {
     fn add(&mut self, signature_key: &[u8], row: &RowFacts) {
         if let Some(a) = self {
             a.add(signature_key, row);
+        }
+    }
+
+    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
+        if let Some(a) = self {
+            a.add_numbered(keys, rows);
         }
     }
 
@@ -170,6 +185,11 @@ impl<A: Accumulator, B: Accumulator> Accumulator for (A, B) {
     fn add(&mut self, signature_key: &[u8], row: &RowFacts) {
         self.0.add(signature_key, row);
         self.1.add(signature_key, row);
+    }
+
+    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
+        self.0.add_numbered(keys, rows.clone());
+        self.1.add_numbered(keys, rows);
     }
 
     fn merge(&mut self, other: Self) {
