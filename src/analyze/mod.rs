@@ -138,4 +138,39 @@ mod tests {
         assert_eq!(forward.groups[&b"k"[..]], expected);
         assert_eq!(split_b.groups[&b"k"[..]], expected);
     }
+
+    /// Rows handed over with key numbers (some keys already known, one never used) end as
+    /// they do added one by one, for rank's groups and trend's periods.
+    #[test]
+    fn numbered_rows_end_as_rows_added_one_by_one() {
+        let keys: Vec<Vec<u8>> = ["a", "b", "c", "unused"].iter().map(|k| k.as_bytes().to_vec()).collect();
+        let ids: Vec<String> = (0..300).map(|i| format!("id-{}", (i * 7919) % 300)).collect();
+        let mut state = 11u64;
+        let mut next = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let rows: Vec<(u32, RowFacts)> = ids.iter().map(|id| (next(3) as u32, row(id, next(5) as i64 * 3_600_000_000))).collect();
+        let (mut one, mut numbered) = (SignatureGroups::default(), SignatureGroups::default());
+        let (mut one_trend, mut numbered_trend) = (trend::TrendGroups::new(periods::Every::Hour), trend::TrendGroups::new(periods::Every::Hour));
+        for acc in [&mut one, &mut numbered] {
+            acc.add(b"a", &row("early", -1));
+            acc.add(b"b", &row("late", 99_000_000_000));
+        }
+        for acc in [&mut one_trend, &mut numbered_trend] {
+            acc.add(b"a", &row("early", -1));
+        }
+        for (n, r) in &rows {
+            one.add(&keys[*n as usize], r);
+            one_trend.add(&keys[*n as usize], r);
+        }
+        numbered.add_numbered(&keys, rows.iter().map(|(n, r)| (*n, r.clone())));
+        numbered_trend.add_numbered(&keys, rows.iter().map(|(n, r)| (*n, r.clone())));
+        let sorted = |g: &SignatureGroups| g.groups.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<BTreeMap<_, _>>();
+        assert_eq!(sorted(&numbered), sorted(&one));
+        assert_eq!(numbered.groups.len(), 3);
+        let periods = |t: &trend::TrendGroups| t.groups.iter().map(|(k, v)| (k.clone(), v.iter().map(|(p, n)| (*p, *n)).collect::<BTreeMap<_, _>>())).collect::<BTreeMap<_, _>>();
+        assert_eq!(periods(&numbered_trend), periods(&one_trend));
+        assert_eq!(numbered_trend.groups.len(), 3);
+    }
 }
