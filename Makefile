@@ -10,6 +10,9 @@ MOTO_VERSION := 5.2.1
 PYSPARK_VERSION := 4.0.1
 # librdkafka's mock Kafka cluster, in a wheel: the Kafka replay tests' broker and reader.
 CONFLUENT_KAFKA_VERSION := 2.16.1
+# pyarrow writes Parquet with the encodings other writers use (data page v2, a dictionary that
+# overflows into plain pages): the tests read those files.
+PYARROW_VERSION := 21.0.0
 DEBUG_BIN := $(CARGO_TARGET_DIR)/debug/dlqf
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
 # Headless Chromium opens the HTML report in a test (Debian's package).
@@ -46,7 +49,7 @@ test: test-deps
 	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) DLQF_POSTGRES_TLS=$(PG_DIR)/tls cargo test --all-targets -- --include-ignored; \
 	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
 
-DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)-$(CONFLUENT_KAFKA_VERSION)
+DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)-$(CONFLUENT_KAFKA_VERSION)-$(PYARROW_VERSION)
 # s3s-fs checks credentials (moto accepts any), for the wrong-credentials test.
 S3S_FS := $(HOME)/.cargo/bin/s3s-fs
 test-deps: $(DEPS_STAMP) $(S3S_FS) $(CHROMIUM)
@@ -62,7 +65,7 @@ $(S3S_FS):
 $(DEPS_STAMP):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb==$(DUCKDB_VERSION) \
-	  'moto[server]==$(MOTO_VERSION)' pyspark==$(PYSPARK_VERSION) confluent-kafka==$(CONFLUENT_KAFKA_VERSION)
+	  'moto[server]==$(MOTO_VERSION)' pyspark==$(PYSPARK_VERSION) confluent-kafka==$(CONFLUENT_KAFKA_VERSION) pyarrow==$(PYARROW_VERSION)
 	touch $@
 
 ## Regenerate the committed sample dumps (deterministic: same bytes every time).

@@ -7,6 +7,8 @@ pub mod json_fields;
 mod jsonl;
 pub mod layout;
 mod parquet;
+mod parquet_fold;
+mod parquet_pages;
 mod parquet_json;
 mod rows;
 mod table;
@@ -373,6 +375,20 @@ impl Scan<'_> {
         }
     }
 
+    /// Folds one row group into `acc`: read from its pages when it holds the usual column
+    /// types (dictionary-encoded signature columns, string id and time), else through polars.
+    fn fold_group<A: Accumulator>(&self, source: &ParquetSource, group: Group, acc: &mut A) -> Result<PieceTally> {
+        self.progress.advance(group.bytes);
+        let plan = self.layout.direct_columns().filter(|p| p.signature.iter().all(|s| ![Some(p.id), Some(p.time), p.attempts].contains(&Some(*s))));
+        if let Some(plan) = plan {
+            if let Some(columns) = source.page_columns(group, &plan, &self.layout.columns)? {
+                return Ok(parquet_fold::fold_pages(&self.rows(), &columns, acc));
+            }
+        }
+        let df = source.load(group, Some(&self.layout.columns))?;
+        parquet::decode(&self.rows(), &df, false, |row| acc.add(row.key, &row.facts))
+    }
+
     /// Reads every input into one accumulator made by `make`: pieces are decoded in parallel,
     /// in any order, and merged.
     pub fn fold<A, F>(&self, inputs: &[Input], make: F) -> Result<(A, Tally)>
@@ -389,7 +405,10 @@ impl Scan<'_> {
                 let piece = piece?;
                 let index = piece.index();
                 let mut part = make();
-                let piece_tally = self.decode(&pieces, piece, false, |row| part.add(row.key, &row.facts))?;
+                let piece_tally = match (&pieces, piece) {
+                    (Pieces::Groups(source, _), Piece::Group(group)) => self.fold_group(source, group, &mut part)?,
+                    (_, piece) => self.decode(&pieces, piece, false, |row| part.add(row.key, &row.facts))?,
+                };
                 Ok((part, vec![(index, piece_tally)]))
             };
             let folded = match &pieces {

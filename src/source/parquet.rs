@@ -1,6 +1,7 @@
 //! Parquet: one row group per task, only the columns needed decoded, so memory stays near two
 //! row groups whatever the file size; a remote file is read by ranged requests, never
-//! downloaded whole. Row numbers stand in for line numbers.
+//! downloaded whole. Row numbers stand in for line numbers. Analyses read a group's pages
+//! themselves when its columns have the usual types (`parquet_fold`), polars reads the rest.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -14,10 +15,14 @@ use polars::prelude::{
     PolarsDataType, SerReader, StaticArray, StringChunked, StringType, TimeUnit,
 };
 
+use polars_buffer::Buffer;
+
+use super::parquet_fold::PageColumns;
+use super::parquet_pages::{Codes, Ints, Texts};
 use super::parquet_json::RowWriter;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::Input;
-use super::layout::{push_part, Cell, RowFacts};
+use super::layout::{push_part, Cell, DirectColumns, RowFacts};
 use crate::storage::{Location, Storage};
 use crate::timestamp;
 
@@ -122,6 +127,47 @@ impl<'s> ParquetSource<'s> {
                 reader.finish().with_context(corrupt)
             }
         }
+    }
+
+    /// What an analysis needs of one row group, read from its pages (`parquet_pages`): None
+    /// unless the signature columns are dictionary-encoded strings, the id and time columns
+    /// strings, the attempts column integers (or absent), and the tuples of codes can be
+    /// numbered in 64 bits.
+    pub fn page_columns(&self, group: Group, plan: &DirectColumns, names: &[String]) -> Result<Option<PageColumns>> {
+        let rg = &self.metadata.row_groups[group.index];
+        let chunk = |i: usize| {
+            let mut chunks = rg.columns_under_root_iter(&names[i])?;
+            let chunk = chunks.next()?;
+            chunks.next().is_none().then_some(chunk)
+        };
+        let wanted = [Some(plan.id), Some(plan.time), plan.attempts].into_iter().flatten().chain(plan.signature.iter().copied());
+        let chunks: Vec<_> = wanted.filter_map(chunk).collect();
+        // Mapped for this row group only: pages of the file stay out of the resident set once
+        // the group is read, as with polars' reader.
+        let file = match &self.read {
+            Read::Local(path) => {
+                let file = File::open(path).with_context(|| format!("{}: cannot open", self.display))?;
+                // Safety: as polars does for every local file it reads, the file is mapped and
+                // assumed not to shrink while it is read.
+                let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("{}: cannot map", self.display))?;
+                Buffer::from_owner(map)
+            }
+            Read::Remote { storage, location, size } => {
+                let ranges: Vec<Range<u64>> = chunks.iter().map(|c| c.byte_range()).collect();
+                Buffer::from_owner(Sparse::fetch(storage, location, *size, &ranges)?)
+            }
+        };
+        let rows = rg.num_rows();
+        let read = || -> Option<PageColumns> {
+            let signature = plan.signature.iter().map(|&i| Codes::read(chunk(i)?, &file, rows)).collect::<Option<Vec<_>>>()?;
+            signature.iter().try_fold(1u64, |n, c| n.checked_mul(c.values.len().max(1) as u64))?;
+            let attempts = match plan.attempts.map(|i| chunk(i)) {
+                None | Some(None) => None,
+                Some(Some(c)) => Some(Ints::read(c, &file, rows)?),
+            };
+            Some(PageColumns { signature, id: Texts::read(chunk(plan.id)?, &file, rows)?, time: Texts::read(chunk(plan.time)?, &file, rows)?, attempts, rows })
+        };
+        Ok(read())
     }
 }
 

@@ -1,0 +1,173 @@
+//! An analysis's fold over one Parquet row group read from its pages: a key per distinct tuple
+//! of signature codes instead of one built per row, and a time parsed straight from its bytes.
+
+use std::borrow::Cow;
+
+use super::layout::{push_part, Cell, DirectColumns, RowFacts};
+use super::parquet_pages::{Codes, Ints, Texts, NULL};
+use super::rows::{PieceTally, Rows};
+use super::Accumulator;
+use crate::timestamp::DateCache;
+
+/// The columns an analysis needs of one row group, read from their pages.
+pub(super) struct PageColumns {
+    /// In signature order.
+    pub signature: Vec<Codes>,
+    pub id: Texts,
+    pub time: Texts,
+    /// None when the profile has no attempts field or the file no such column.
+    pub attempts: Option<Ints>,
+    pub rows: usize,
+}
+
+impl PageColumns {
+    /// Row `i`'s time when its id, time and attempts are all there and the time reads.
+    fn time(&self, i: usize, dates: &mut DateCache) -> Option<i64> {
+        self.id.get(i)?;
+        if let Some(attempts) = &self.attempts {
+            attempts.values[i]?;
+        }
+        dates.parse(self.time.get(i)?)
+    }
+
+    /// Row `i`'s facts, once `time` found them.
+    fn facts(&self, i: usize, time: i64) -> RowFacts<'_> {
+        let attempts = self.attempts.as_ref().and_then(|a| a.values[i]).unwrap_or(0);
+        RowFacts { id: Cow::Borrowed(self.id.get(i).unwrap_or_default()), time, attempts }
+    }
+
+    /// Row `i`'s cells in the layout's column order, for the layout to judge one by one.
+    fn cells<'c>(&'c self, plan: &DirectColumns, width: usize, i: usize, cells: &mut Vec<Cell<'c>>) {
+        let text = |t: Option<&'c str>| t.map_or(Cell::Null, |t| Cell::Str(Cow::Borrowed(t)));
+        cells.clear();
+        cells.extend((0..width).map(|j| match plan.signature.iter().position(|&s| s == j) {
+            Some(k) => match self.signature[k].codes[i] {
+                NULL => Cell::Null,
+                code => Cell::Str(Cow::Borrowed(&*self.signature[k].values[code as usize])),
+            },
+            None if j == plan.id => text(self.id.get(i)),
+            None if j == plan.time => text(self.time.get(i)),
+            None => match &self.attempts {
+                Some(a) => a.values[i].map_or(Cell::Null, Cell::Int),
+                None => Cell::Missing,
+            },
+        }));
+    }
+}
+
+/// Folds one row group read from its pages: one key per distinct tuple of signature codes, the
+/// rows handed over with their key numbers. A row with a null or unreadable cell goes through the
+/// layout alone, which names what is wrong, as `decode` would.
+pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, columns: &PageColumns, acc: &mut A) -> PieceTally {
+    let layout = rows.layout;
+    let plan = layout.direct_columns().expect("columns read from pages have a direct plan");
+    let height = columns.rows;
+    let mut keys = CodeKeys::new(&columns.signature);
+    let mut tally = PieceTally { lines: height as u64, ..PieceTally::default() };
+    // Each accepted row's key number and time, found in row order (so rejects are named in
+    // order); then the accepted rows, in order, with their key numbers.
+    let mut key_of = vec![NO_KEY; height];
+    let mut times = vec![0i64; height];
+    let (mut key, mut cells) = (Vec::new(), Vec::with_capacity(layout.columns.len()));
+    let mut dates = DateCache::default();
+    for i in 0..height {
+        match keys.find(i).zip(columns.time(i, &mut dates)) {
+            Some((k, time)) if rows.window.contains(time) => {
+                tally.accepted += 1;
+                key_of[i] = k;
+                times[i] = time;
+            }
+            Some(_) => tally.outside_window += 1,
+            None => {
+                columns.cells(&plan, layout.columns.len(), i, &mut cells);
+                rows.take(&cells, &mut key, i as u64 + 1, &mut tally, |key, row| acc.add(key, &row));
+            }
+        }
+    }
+    let numbered = key_of.iter().enumerate().filter(|(_, &k)| k != NO_KEY).map(|(i, &k)| (k, columns.facts(i, times[i])));
+    acc.add_numbered(&keys.keys, numbered);
+    tally
+}
+
+/// The key number of a row that is not handed over by key.
+const NO_KEY: u32 = u32::MAX;
+
+/// Signature keys by tuple of codes. A tuple is numbered in mixed radix over the dictionaries'
+/// sizes (`ParquetSource::page_columns` checked that this fits); its key is built the first time seen.
+struct CodeKeys<'a> {
+    coded: &'a [Codes],
+    radix: Vec<u64>,
+    /// Key number by tuple number: a table when there are few tuples, else a map.
+    table: Vec<u32>,
+    map: std::collections::HashMap<u64, u32, foldhash::fast::RandomState>,
+    keys: Vec<Vec<u8>>,
+}
+
+/// The most tuples numbered through a table (256 KiB of key numbers).
+const TABLE_TUPLES: u64 = 1 << 16;
+
+impl<'a> CodeKeys<'a> {
+    fn new(coded: &'a [Codes]) -> CodeKeys<'a> {
+        let mut radix = Vec::with_capacity(coded.len());
+        let mut tuples = 1u64;
+        for c in coded {
+            radix.push(tuples);
+            tuples = tuples.saturating_mul(c.values.len().max(1) as u64);
+        }
+        let table = if tuples <= TABLE_TUPLES { vec![NO_KEY; tuples as usize] } else { Vec::new() };
+        CodeKeys { coded, radix, table, map: Default::default(), keys: Vec::new() }
+    }
+
+    /// Row `i`'s key number, or None when a signature cell is null.
+    fn find(&mut self, i: usize) -> Option<u32> {
+        let mut tuple = 0u64;
+        for (c, radix) in self.coded.iter().zip(&self.radix) {
+            match c.codes[i] {
+                NULL => return None,
+                code => tuple += u64::from(code) * radix,
+            }
+        }
+        let known = if self.table.is_empty() { self.map.get(&tuple).copied() } else { Some(self.table[tuple as usize]).filter(|&k| k != NO_KEY) };
+        Some(match known {
+            Some(k) => k,
+            None => {
+                let k = self.keys.len() as u32;
+                let mut key = Vec::new();
+                for c in self.coded {
+                    push_part(&mut key, &c.values[c.codes[i] as usize]);
+                }
+                self.keys.push(key);
+                if self.table.is_empty() {
+                    self.map.insert(tuple, k);
+                } else {
+                    self.table[tuple as usize] = k;
+                }
+                k
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::layout::split_parts;
+
+    fn codes(values: usize, codes: Vec<u32>) -> Codes {
+        Codes { values: (0..values).map(|v| format!("v{v}").into()).collect(), codes }
+    }
+
+    #[test]
+    fn tuples_of_codes_get_one_key_each_through_the_table_and_the_map() {
+        // 3 × 3 tuples are numbered through a table, 300 × 300 through a map.
+        for size in [3, 300] {
+            let coded = [codes(size, vec![0, 2, 0, NULL, 2, 1]), codes(size, vec![1, 1, 1, 0, 1, 2])];
+            let mut keys = CodeKeys::new(&coded);
+            assert_eq!(keys.table.is_empty(), size == 300);
+            let found: Vec<Option<u32>> = (0..6).map(|i| keys.find(i)).collect();
+            assert_eq!(found, [Some(0), Some(1), Some(0), None, Some(1), Some(2)]);
+            let parts: Vec<Vec<&str>> = keys.keys.iter().map(|k| split_parts(k).collect()).collect();
+            assert_eq!(parts, [["v0", "v1"], ["v2", "v1"], ["v1", "v2"]]);
+        }
+    }
+}

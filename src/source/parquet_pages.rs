@@ -1,0 +1,324 @@
+//! The columns an analysis needs, read straight from their Parquet pages: signature columns as
+//! a dictionary and one code per row (rows that share a value share a code, so a key is built
+//! once per distinct tuple of codes), ids and times as the bytes of each value, no string
+//! decoded into Arrow. Anything unusual is declined, and the caller reads it through polars.
+
+use std::io::Cursor;
+
+use polars_buffer::Buffer;
+use polars_parquet::parquet::encoding::hybrid_rle::HybridRleDecoder;
+use polars_parquet::parquet::encoding::Encoding;
+use polars_parquet::parquet::metadata::ColumnChunkMetadata;
+use polars_parquet::parquet::page::{split_buffer, DataPage, DictPage};
+use polars_parquet::parquet::read::{BasicDecompressor, PageReader};
+use polars_parquet::parquet::schema::types::{IntegerType, PhysicalType, PrimitiveConvertedType, PrimitiveLogicalType};
+
+/// The code (or start) of a null row.
+pub(super) const NULL: u32 = u32::MAX;
+
+/// A string column as codes: row `i` holds `values[codes[i]]`, or null when `codes[i]` is
+/// `NULL`.
+pub(super) struct Codes {
+    pub values: Vec<Box<str>>,
+    pub codes: Vec<u32>,
+}
+
+/// A string column as bytes: each value is preceded in `bytes` by its length (4 bytes, little
+/// endian), as in a PLAIN page, and `starts[i]` is where row `i`'s value begins (`NULL`: null).
+/// Every value is valid UTF-8.
+pub(super) struct Texts {
+    bytes: Vec<u8>,
+    starts: Vec<u32>,
+}
+
+/// An integer column: row `i`'s value, or None when null.
+pub(super) struct Ints {
+    pub values: Vec<Option<i64>>,
+}
+
+impl Codes {
+    /// None unless `chunk` is a flat string column whose every data page is dictionary-encoded
+    /// and which decodes cleanly into `rows` rows.
+    pub fn read(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Codes> {
+        if !is_string(chunk) {
+            return None;
+        }
+        let (mut pages, dictionary) = Pages::open(chunk, file)?;
+        let dictionary = dictionary?;
+        let values = plain_strings(&dictionary.buffer, dictionary.num_values)?;
+        let mut codes = Vec::with_capacity(rows);
+        while let Some(page) = pages.next()? {
+            let (defined, encoded) = levels(&page)?;
+            let found = dictionary_codes(&page, encoded, present(&defined, page.num_values()), values.len())?;
+            spread(defined, found, NULL, &mut codes);
+            pages.recycle(page);
+        }
+        (codes.len() == rows).then_some(Codes { values, codes })
+    }
+}
+
+impl Texts {
+    /// None unless `chunk` is a flat string column of PLAIN or dictionary-encoded pages whose
+    /// values are valid UTF-8, decoding into `rows` rows.
+    pub fn read(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Texts> {
+        if !is_string(chunk) {
+            return None;
+        }
+        let (mut pages, dictionary) = Pages::open(chunk, file)?;
+        let mut bytes = Vec::with_capacity(usize::try_from(chunk.uncompressed_size()).unwrap_or(0));
+        let dictionary = match dictionary {
+            Some(page) => Some(append_plain(&mut bytes, &page.buffer, page.num_values)?),
+            None => None,
+        };
+        let mut starts = Vec::with_capacity(rows);
+        while let Some(page) = pages.next()? {
+            let (defined, encoded) = levels(&page)?;
+            let present = present(&defined, page.num_values());
+            let found = match page.encoding() {
+                Encoding::Plain => append_plain(&mut bytes, encoded, present)?,
+                _ => {
+                    let dictionary = dictionary.as_ref()?;
+                    let codes = dictionary_codes(&page, encoded, present, dictionary.len())?;
+                    codes.into_iter().map(|c| dictionary[c as usize]).collect()
+                }
+            };
+            spread(defined, found, NULL, &mut starts);
+            pages.recycle(page);
+        }
+        (starts.len() == rows && u32::try_from(bytes.len()).is_ok()).then_some(Texts { bytes, starts })
+    }
+
+    /// Row `i`'s value, or None when null.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let start = self.starts[i];
+        (start != NULL).then(|| self.value_at(start as usize))
+    }
+
+    fn value_at(&self, start: usize) -> &str {
+        let len = u32::from_le_bytes(self.bytes[start - 4..start].try_into().expect("4 bytes")) as usize;
+        let value = &self.bytes[start..start + len];
+        // Safety: `append_plain` checked that every value it recorded is valid UTF-8.
+        unsafe { std::str::from_utf8_unchecked(value) }
+    }
+}
+
+impl Ints {
+    /// None unless `chunk` is a flat signed integer column (32 or 64 bits) of PLAIN or
+    /// dictionary-encoded pages, decoding into `rows` rows.
+    pub fn read(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Ints> {
+        let primitive = &chunk.descriptor().descriptor.primitive_type;
+        let width = match primitive.physical_type {
+            PhysicalType::Int32 => 4,
+            PhysicalType::Int64 => 8,
+            _ => return None,
+        };
+        let signed = match (primitive.logical_type, primitive.converted_type) {
+            (None, None) => true,
+            (Some(PrimitiveLogicalType::Integer(t)), _) => matches!(t, IntegerType::Int8 | IntegerType::Int16 | IntegerType::Int32 | IntegerType::Int64),
+            (None, Some(t)) => matches!(t, PrimitiveConvertedType::Int8 | PrimitiveConvertedType::Int16 | PrimitiveConvertedType::Int32 | PrimitiveConvertedType::Int64),
+            _ => false,
+        };
+        if !signed || !is_flat(chunk) {
+            return None;
+        }
+        let (mut pages, dictionary) = Pages::open(chunk, file)?;
+        let dictionary = match dictionary {
+            Some(page) => Some(plain_ints(&page.buffer, page.num_values, width)?),
+            None => None,
+        };
+        let mut values = Vec::with_capacity(rows);
+        while let Some(page) = pages.next()? {
+            let (defined, encoded) = levels(&page)?;
+            let present = present(&defined, page.num_values());
+            let found = match page.encoding() {
+                Encoding::Plain => plain_ints(encoded, present, width)?,
+                _ => {
+                    let dictionary = dictionary.as_ref()?;
+                    let codes = dictionary_codes(&page, encoded, present, dictionary.len())?;
+                    codes.into_iter().map(|c| dictionary[c as usize]).collect()
+                }
+            };
+            spread(defined, found.into_iter().map(Some).collect(), None, &mut values);
+            pages.recycle(page);
+        }
+        (values.len() == rows).then_some(Ints { values })
+    }
+}
+
+fn is_flat(chunk: &ColumnChunkMetadata) -> bool {
+    let descriptor = &chunk.descriptor().descriptor;
+    descriptor.max_rep_level == 0 && descriptor.max_def_level <= 1
+}
+
+/// A top-level column of UTF-8 byte arrays, which polars reads as a string column.
+fn is_string(chunk: &ColumnChunkMetadata) -> bool {
+    let primitive = &chunk.descriptor().descriptor.primitive_type;
+    let annotated = matches!(primitive.logical_type, Some(PrimitiveLogicalType::String))
+        || matches!(primitive.converted_type, Some(PrimitiveConvertedType::Utf8));
+    primitive.physical_type == PhysicalType::ByteArray && annotated && is_flat(chunk)
+}
+
+/// A column chunk's data pages, decompressed in order.
+struct Pages(BasicDecompressor);
+
+impl Pages {
+    /// The chunk's pages, and its dictionary page if it has one.
+    fn open(chunk: &ColumnChunkMetadata, file: &Buffer<u8>) -> Option<(Pages, Option<DictPage>)> {
+        let range = chunk.byte_range();
+        let (start, end) = (usize::try_from(range.start).ok()?, usize::try_from(range.end).ok()?);
+        if start > end || end > file.len() {
+            return None;
+        }
+        let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), usize::MAX);
+        let mut pages = BasicDecompressor::new(pages, Vec::new());
+        let dictionary = pages.read_dict_page().ok()?;
+        Some((Pages(pages), dictionary))
+    }
+
+    /// The next data page (`Some(None)` after the last), or None if it cannot be read.
+    fn next(&mut self) -> Option<Option<DataPage>> {
+        match self.0.next() {
+            None => Some(None),
+            Some(page) => Some(Some(page.ok()?.decompress(&mut self.0).ok()?)),
+        }
+    }
+
+    /// Gives a page's buffer back for decompressing the next one.
+    fn recycle(&mut self, page: DataPage) {
+        self.0.reuse_page_buffer(page);
+    }
+}
+
+/// A data page's definition levels (None: a required column, every row present) and its
+/// encoded values.
+fn levels(page: &DataPage) -> Option<(Option<Vec<u32>>, &[u8])> {
+    let rows = page.num_values();
+    let parts = split_buffer(page).ok()?;
+    if page.descriptor.max_def_level == 0 {
+        return Some((None, parts.values));
+    }
+    let defined = HybridRleDecoder::new(parts.def, 1, rows).collect().ok()?;
+    (defined.len() == rows).then_some((Some(defined), parts.values))
+}
+
+fn present(defined: &Option<Vec<u32>>, rows: usize) -> usize {
+    defined.as_ref().map_or(rows, |d| d.iter().filter(|&&l| l == 1).count())
+}
+
+/// A dictionary-encoded page's `present` codes, each checked against the dictionary's size.
+fn dictionary_codes(page: &DataPage, values: &[u8], present: usize, dictionary_len: usize) -> Option<Vec<u32>> {
+    if !matches!(page.encoding(), Encoding::RleDictionary | Encoding::PlainDictionary) {
+        return None;
+    }
+    if present == 0 {
+        return Some(Vec::new());
+    }
+    let (&width, packed) = values.split_first()?;
+    if width > 32 {
+        return None;
+    }
+    let codes = HybridRleDecoder::new(packed, u32::from(width), present).collect().ok()?;
+    (codes.len() == present && codes.iter().all(|&c| (c as usize) < dictionary_len)).then_some(codes)
+}
+
+/// Appends one value per row: the next of `found` where the row is defined, else `null`.
+fn spread<T: Copy>(defined: Option<Vec<u32>>, found: Vec<T>, null: T, out: &mut Vec<T>) {
+    match defined {
+        None => out.extend_from_slice(&found),
+        Some(levels) => {
+            let mut found = found.into_iter();
+            out.extend(levels.iter().map(|&l| if l == 1 { found.next().unwrap_or(null) } else { null }));
+        }
+    }
+}
+
+/// PLAIN byte arrays (a 4-byte little-endian length, then the bytes), each valid UTF-8.
+fn plain_strings(mut bytes: &[u8], count: usize) -> Option<Vec<Box<str>>> {
+    let mut values = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (len, rest) = bytes.split_first_chunk::<4>()?;
+        let (value, rest) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+        values.push(simdutf8::basic::from_utf8(value).ok()?.into());
+        bytes = rest;
+    }
+    Some(values)
+}
+
+/// Copies `count` PLAIN byte arrays to the end of `bytes` and returns where each value starts
+/// there; None unless each is valid UTF-8. The whole run is validated at once: its lengths
+/// are then ASCII bytes unless a value is 128 bytes or longer (such a run is checked value by
+/// value), and a value whose next byte continues a character is refused.
+fn append_plain(bytes: &mut Vec<u8>, page: &[u8], count: usize) -> Option<Vec<u32>> {
+    let base = bytes.len();
+    let mut starts = Vec::with_capacity(count);
+    let mut at = 0usize;
+    for _ in 0..count {
+        let len = u32::from_le_bytes(page.get(at..at + 4)?.try_into().ok()?) as usize;
+        let start = at + 4;
+        at = start.checked_add(len).filter(|&end| end <= page.len())?;
+        starts.push(u32::try_from(base + start).ok()?);
+        if page.get(at).is_some_and(|&b| (b as i8) < -0x40) {
+            return None;
+        }
+    }
+    let run = &page[..at];
+    if simdutf8::basic::from_utf8(run).is_err() {
+        let each_valid = starts.iter().all(|&s| {
+            let s = s as usize - base;
+            let len = u32::from_le_bytes(run[s - 4..s].try_into().expect("4 bytes")) as usize;
+            simdutf8::basic::from_utf8(&run[s..s + len]).is_ok()
+        });
+        if !each_valid {
+            return None;
+        }
+    }
+    bytes.extend_from_slice(run);
+    Some(starts)
+}
+
+/// `count` PLAIN integers of `width` bytes (4 or 8), little-endian, as i64.
+fn plain_ints(bytes: &[u8], count: usize, width: usize) -> Option<Vec<i64>> {
+    let bytes = bytes.get(..count.checked_mul(width)?)?;
+    Some(match width {
+        4 => bytes.chunks_exact(4).map(|b| i64::from(i32::from_le_bytes(b.try_into().expect("4 bytes")))).collect(),
+        _ => bytes.chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes"))).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(values: &[&[u8]]) -> Vec<u8> {
+        values.iter().flat_map(|v| (v.len() as u32).to_le_bytes().into_iter().chain(v.iter().copied())).collect()
+    }
+
+    #[test]
+    fn plain_values_keep_their_bytes_and_refuse_broken_utf8() {
+        let long = "é".repeat(100); // 200 bytes: its length is not an ASCII byte
+        let page = plain(&[b"cap-1", "näive".as_bytes(), b"", long.as_bytes()]);
+        let mut bytes = b"earlier".to_vec();
+        let starts = append_plain(&mut bytes, &page, 4).unwrap();
+        let texts = Texts { bytes, starts: starts.into_iter().chain([NULL]).collect() };
+        let got: Vec<Option<&str>> = (0..5).map(|i| texts.get(i)).collect();
+        assert_eq!(got, [Some("cap-1"), Some("näive"), Some(""), Some(long.as_str()), None]);
+
+        // A value ending inside a character, even when the next length byte would complete it.
+        let cut = plain(&[&[b'a', 0xC3], &[0u8; 0x85]]);
+        assert!(append_plain(&mut Vec::new(), &cut, 2).is_none());
+        assert!(append_plain(&mut Vec::new(), &plain(&[&[0xFF, b'a']]), 1).is_none());
+        // Truncated: a length running past the page, or fewer values than counted.
+        assert!(append_plain(&mut Vec::new(), &page[..page.len() - 1], 4).is_none());
+        assert!(append_plain(&mut Vec::new(), &page, 5).is_none());
+    }
+
+    #[test]
+    fn definition_levels_spread_values_over_rows() {
+        let mut out = vec![9];
+        spread(Some(vec![1, 0, 1, 0]), vec![4, 5], NULL, &mut out);
+        spread(None, vec![6], NULL, &mut out);
+        assert_eq!(out, [9, 4, NULL, 5, NULL, 6]);
+        assert_eq!(plain_ints(&[1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF], 2, 4), Some(vec![1, -1]));
+        assert_eq!(plain_ints(&[1, 0, 0, 0], 2, 4), None);
+    }
+}
