@@ -17,7 +17,7 @@ use polars::prelude::{
 
 use polars_buffer::Buffer;
 
-use super::parquet_fold::PageColumns;
+use super::parquet_fold::{PageColumns, Times};
 use super::parquet_pages::{Codes, Ints, Texts};
 use super::parquet_json::RowWriter;
 use super::rows::{FullRow, PieceTally, Record, Rows};
@@ -130,9 +130,9 @@ impl<'s> ParquetSource<'s> {
     }
 
     /// What an analysis needs of one row group, read from its pages (`parquet_pages`): None
-    /// unless the signature columns are dictionary-encoded strings, the id and time columns
-    /// strings, the attempts column integers (or absent), and the tuples of codes can be
-    /// numbered in 64 bits.
+    /// unless the signature columns are dictionary-encoded strings, the id a string column,
+    /// the time a string or native timestamp column, the attempts integers (or absent), and
+    /// the tuples of codes can be numbered in 64 bits.
     pub fn page_columns(&self, group: Group, plan: &DirectColumns, names: &[String]) -> Result<Option<PageColumns>> {
         let rg = &self.metadata.row_groups[group.index];
         let chunk = |i: usize| {
@@ -165,7 +165,12 @@ impl<'s> ParquetSource<'s> {
                 None | Some(None) => None,
                 Some(Some(c)) => Some(Ints::read(c, &file, rows)?),
             };
-            Some(PageColumns { signature, id: Texts::read(chunk(plan.id)?, &file, rows)?, time: Texts::read(chunk(plan.time)?, &file, rows)?, attempts, rows })
+            let time = chunk(plan.time)?;
+            let time = match Ints::read_times(time, &file, rows) {
+                Some((values, factor)) => Times::Native(values, factor),
+                None => Times::Text(Texts::read(time, &file, rows)?),
+            };
+            Some(PageColumns { signature, id: Texts::read(chunk(plan.id)?, &file, rows)?, time, attempts, rows })
         };
         Ok(read())
     }
@@ -402,6 +407,6 @@ impl<'c> Direct<'c> {
 }
 
 /// A native time value in microseconds (`factor` negative: divide).
-fn micros(value: i64, factor: i64) -> i64 {
+pub(super) fn micros(value: i64, factor: i64) -> i64 {
     if factor < 0 { value.div_euclid(-factor) } else { value * factor }
 }

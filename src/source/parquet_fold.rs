@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
 use super::parquet_pages::{Codes, Ints, Texts, NULL};
 use super::rows::{PieceTally, Rows};
+use super::parquet::micros;
 use super::Accumulator;
 use crate::timestamp::DateCache;
 
@@ -14,10 +15,17 @@ pub(super) struct PageColumns {
     /// In signature order.
     pub signature: Vec<Codes>,
     pub id: Texts,
-    pub time: Texts,
+    pub time: Times,
     /// None when the profile has no attempts field or the file no such column.
     pub attempts: Option<Ints>,
     pub rows: usize,
+}
+
+/// A time column: RFC 3339 text, or native values and the factor to microseconds (negative:
+/// divide).
+pub(super) enum Times {
+    Text(Texts),
+    Native(Ints, i64),
 }
 
 impl PageColumns {
@@ -27,7 +35,10 @@ impl PageColumns {
         if let Some(attempts) = &self.attempts {
             attempts.values[i]?;
         }
-        dates.parse(self.time.get(i)?)
+        match &self.time {
+            Times::Text(texts) => dates.parse(texts.get(i)?),
+            Times::Native(values, factor) => Some(micros(values.values[i]?, *factor)),
+        }
     }
 
     /// Row `i`'s facts, once `time` found them.
@@ -46,7 +57,10 @@ impl PageColumns {
                 code => Cell::Str(Cow::Borrowed(&*self.signature[k].values[code as usize])),
             },
             None if j == plan.id => text(self.id.get(i)),
-            None if j == plan.time => text(self.time.get(i)),
+            None if j == plan.time => match &self.time {
+                Times::Text(texts) => text(texts.get(i)),
+                Times::Native(values, factor) => values.values[i].map_or(Cell::Null, |v| Cell::Time(micros(v, *factor))),
+            },
             None => match &self.attempts {
                 Some(a) => a.values[i].map_or(Cell::Null, Cell::Int),
                 None => Cell::Missing,

@@ -11,7 +11,7 @@ use polars_parquet::parquet::encoding::Encoding;
 use polars_parquet::parquet::metadata::ColumnChunkMetadata;
 use polars_parquet::parquet::page::{split_buffer, DataPage, DictPage};
 use polars_parquet::parquet::read::{BasicDecompressor, PageReader};
-use polars_parquet::parquet::schema::types::{IntegerType, PhysicalType, PrimitiveConvertedType, PrimitiveLogicalType};
+use polars_parquet::parquet::schema::types::{IntegerType, PhysicalType, PrimitiveConvertedType, PrimitiveLogicalType, TimeUnit};
 
 /// The code (or start) of a null row.
 pub(super) const NULL: u32 = u32::MAX;
@@ -118,7 +118,34 @@ impl Ints {
             (None, Some(t)) => matches!(t, PrimitiveConvertedType::Int8 | PrimitiveConvertedType::Int16 | PrimitiveConvertedType::Int32 | PrimitiveConvertedType::Int64),
             _ => false,
         };
-        if !signed || !is_flat(chunk) {
+        if !signed {
+            return None;
+        }
+        Ints::read_values(chunk, file, rows, width)
+    }
+
+    /// A native timestamp column (64-bit, in milli-, micro- or nanoseconds) and the factor
+    /// that makes its values microseconds (negative: divide); None for any other column.
+    pub fn read_times(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<(Ints, i64)> {
+        let primitive = &chunk.descriptor().descriptor.primitive_type;
+        let factor = match (primitive.logical_type, primitive.converted_type) {
+            (Some(PrimitiveLogicalType::Timestamp { unit, .. }), _) => match unit {
+                TimeUnit::Milliseconds => 1000,
+                TimeUnit::Microseconds => 1,
+                TimeUnit::Nanoseconds => -1000,
+            },
+            (None, Some(PrimitiveConvertedType::TimestampMillis)) => 1000,
+            (None, Some(PrimitiveConvertedType::TimestampMicros)) => 1,
+            _ => return None,
+        };
+        if primitive.physical_type != PhysicalType::Int64 {
+            return None;
+        }
+        Some((Ints::read_values(chunk, file, rows, 8)?, factor))
+    }
+
+    fn read_values(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize, width: usize) -> Option<Ints> {
+        if !is_flat(chunk) {
             return None;
         }
         let (mut pages, dictionary) = Pages::open(chunk, file)?;

@@ -3,11 +3,13 @@ the same rows through every decoding path.
 
 usage: rewrite_parquet.py IN.parquet OUT.parquet [--plain] [--page-version 1.0|2.0]
            [--dictionary-page-limit BYTES] [--data-page-size BYTES] [--compression C]
-           [--row-group-rows N]
+           [--row-group-rows N] [--native-times ms|us|ns]
 """
 import argparse
+import datetime
 import json
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -21,9 +23,21 @@ parser.add_argument("--dictionary-page-limit", type=int, default=1 << 20,
 parser.add_argument("--data-page-size", type=int, default=1 << 20)
 parser.add_argument("--compression", default="zstd")
 parser.add_argument("--row-group-rows", type=int, default=None)
+parser.add_argument("--native-times", choices=["ms", "us", "ns"],
+                    help="capture_timestamp as a native UTC timestamp column (unreadable: null)")
 args = parser.parse_args()
 
 table = pq.read_table(args.source)
+if args.native_times:
+    def instant(text):
+        try:
+            return datetime.datetime.fromisoformat(text.strip())
+        except (AttributeError, ValueError):
+            return None
+
+    times = [instant(t) for t in table.column("capture_timestamp").to_pylist()]
+    column = pa.array(times, type=pa.timestamp(args.native_times, tz="UTC"))
+    table = table.set_column(table.schema.get_field_index("capture_timestamp"), "capture_timestamp", column)
 pq.write_table(
     table,
     args.target,
