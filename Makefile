@@ -32,7 +32,7 @@ build:
 release:
 	cargo build --release
 
-## Install what the tests need (DuckDB, moto, pyspark and confluent-kafka from PyPI in a venv; PostgreSQL,
+## Install what the tests need (DuckDB, moto, pyspark, confluent-kafka and pyarrow from PyPI in a venv; PostgreSQL,
 ## openssl and Chromium from Debian; s3s-fs from crates.io),
 ## start a throwaway PostgreSQL (with TLS) and S3 server on loopback, run every test, stop both
 ## whatever the outcome.
