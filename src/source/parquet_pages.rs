@@ -252,6 +252,7 @@ fn dictionary_codes(page: &DataPage, values: &[u8], present: usize, dictionary_l
 fn spread<T: Copy>(defined: Option<Vec<u32>>, found: Vec<T>, null: T, out: &mut Vec<T>) {
     match defined {
         None => out.extend_from_slice(&found),
+        Some(levels) if levels.len() == found.len() => out.extend_from_slice(&found),
         Some(levels) => {
             let mut found = found.into_iter();
             out.extend(levels.iter().map(|&l| if l == 1 { found.next().unwrap_or(null) } else { null }));
