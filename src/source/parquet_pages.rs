@@ -64,28 +64,10 @@ impl Texts {
         if !is_string(chunk) {
             return None;
         }
-        let (mut pages, dictionary) = Pages::open(chunk, file)?;
         let mut bytes = Vec::with_capacity(usize::try_from(chunk.uncompressed_size()).unwrap_or(0));
-        let dictionary = match dictionary {
-            Some(page) => Some(append_plain(&mut bytes, &page.buffer, page.num_values)?),
-            None => None,
-        };
-        let mut starts = Vec::with_capacity(rows);
-        while let Some(page) = pages.next()? {
-            let (defined, encoded) = levels(&page)?;
-            let present = present(&defined, page.num_values());
-            let found = match page.encoding() {
-                Encoding::Plain => append_plain(&mut bytes, encoded, present)?,
-                _ => {
-                    let dictionary = dictionary.as_ref()?;
-                    let codes = dictionary_codes(&page, encoded, present, dictionary.len())?;
-                    codes.into_iter().map(|c| dictionary[c as usize]).collect()
-                }
-            };
-            spread(defined, found, NULL, &mut starts);
-            pages.recycle(page);
-        }
-        (starts.len() == rows && u32::try_from(bytes.len()).is_ok()).then_some(Texts { bytes, starts })
+        let plain = |bytes: &mut Vec<u8>, page: &[u8], count: usize| append_plain(bytes, page, count);
+        let starts = values_per_row(chunk, file, rows, &mut bytes, plain, plain, NULL)?;
+        u32::try_from(bytes.len()).is_ok().then_some(Texts { bytes, starts })
     }
 
     /// Row `i`'s value, or None when null.
@@ -148,27 +130,8 @@ impl Ints {
         if !is_flat(chunk) {
             return None;
         }
-        let (mut pages, dictionary) = Pages::open(chunk, file)?;
-        let dictionary = match dictionary {
-            Some(page) => Some(plain_ints(&page.buffer, page.num_values, width)?),
-            None => None,
-        };
-        let mut values = Vec::with_capacity(rows);
-        while let Some(page) = pages.next()? {
-            let (defined, encoded) = levels(&page)?;
-            let present = present(&defined, page.num_values());
-            let found = match page.encoding() {
-                Encoding::Plain => plain_ints(encoded, present, width)?,
-                _ => {
-                    let dictionary = dictionary.as_ref()?;
-                    let codes = dictionary_codes(&page, encoded, present, dictionary.len())?;
-                    codes.into_iter().map(|c| dictionary[c as usize]).collect()
-                }
-            };
-            spread(defined, found.into_iter().map(Some).collect(), None, &mut values);
-            pages.recycle(page);
-        }
-        (values.len() == rows).then_some(Ints { values })
+        let plain = |_: &mut (), page: &[u8], count: usize| Some(plain_ints(page, count, width)?.into_iter().map(Some).collect());
+        Some(Ints { values: values_per_row(chunk, file, rows, &mut (), plain, plain, None)? })
     }
 }
 
@@ -214,6 +177,41 @@ impl Pages {
     fn recycle(&mut self, page: DataPage) {
         self.0.reuse_page_buffer(page);
     }
+}
+
+/// A column chunk's values, one per row (`null` where a row is undefined): `dictionary` reads
+/// the dictionary page's values and `plain` a PLAIN page's, both into `state` if they keep
+/// bytes; a dictionary-encoded page picks from the dictionary's values.
+fn values_per_row<S, T: Copy>(
+    chunk: &ColumnChunkMetadata,
+    file: &Buffer<u8>,
+    rows: usize,
+    state: &mut S,
+    dictionary: impl Fn(&mut S, &[u8], usize) -> Option<Vec<T>>,
+    plain: impl Fn(&mut S, &[u8], usize) -> Option<Vec<T>>,
+    null: T,
+) -> Option<Vec<T>> {
+    let (mut pages, dictionary_page) = Pages::open(chunk, file)?;
+    let dictionary = match dictionary_page {
+        Some(page) => Some(dictionary(state, &page.buffer, page.num_values)?),
+        None => None,
+    };
+    let mut values = Vec::with_capacity(rows);
+    while let Some(page) = pages.next()? {
+        let (defined, encoded) = levels(&page)?;
+        let present = present(&defined, page.num_values());
+        let found = match page.encoding() {
+            Encoding::Plain => plain(state, encoded, present)?,
+            _ => {
+                let dictionary = dictionary.as_ref()?;
+                let codes = dictionary_codes(&page, encoded, present, dictionary.len())?;
+                codes.into_iter().map(|c| dictionary[c as usize]).collect()
+            }
+        };
+        spread(defined, found, null, &mut values);
+        pages.recycle(page);
+    }
+    (values.len() == rows).then_some(values)
 }
 
 /// A data page's definition levels (None: a required column, every row present) and its
