@@ -13,7 +13,7 @@ pub mod trend;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::source::layout::{Layout, RowFacts};
-use crate::source::Accumulator;
+use crate::source::{Accumulator, NumberedRows};
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -84,15 +84,21 @@ impl Accumulator for SignatureGroups {
         }
     }
 
-    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
-        let mut numbered: Vec<Option<GroupStats>> = vec![None; keys.len()];
-        for (n, row) in rows {
+    fn add_numbered(&mut self, rows: &NumberedRows) {
+        let mut numbered: Vec<Option<GroupStats>> = vec![None; rows.keys.len()];
+        for (r, n) in rows.accepted() {
+            let time = rows.times[r];
             match &mut numbered[n as usize] {
-                Some(g) => g.observe(row.time, &row.id, 1, row.time),
-                none => *none = Some(GroupStats::new(&row)),
+                // Only a row that can be the first failure needs its id.
+                Some(g) if time > g.first_time => {
+                    g.count += 1;
+                    g.last_time = g.last_time.max(time);
+                }
+                Some(g) => g.observe(time, &(rows.facts)(r).id, 1, time),
+                none => *none = Some(GroupStats::new(&(rows.facts)(r))),
             }
         }
-        for (key, stats) in keys.iter().zip(numbered) {
+        for (key, stats) in rows.keys.iter().zip(numbered) {
             match (self.groups.get_mut(key.as_slice()), stats) {
                 (_, None) => {}
                 (Some(g), Some(stats)) => g.merge(&stats),
@@ -139,8 +145,8 @@ mod tests {
         assert_eq!(split_b.groups[&b"k"[..]], expected);
     }
 
-    /// Rows handed over with key numbers (some keys already known, one never used) end as
-    /// they do added one by one, for rank's groups and trend's periods.
+    /// Rows handed over with key numbers (some keys already known, one never used, a row not
+    /// accepted) end as they do added one by one, for rank's groups and trend's periods.
     #[test]
     fn numbered_rows_end_as_rows_added_one_by_one() {
         let keys: Vec<Vec<u8>> = ["a", "b", "c", "unused"].iter().map(|k| k.as_bytes().to_vec()).collect();
@@ -164,8 +170,14 @@ mod tests {
             one.add(&keys[*n as usize], r);
             one_trend.add(&keys[*n as usize], r);
         }
-        numbered.add_numbered(&keys, rows.iter().map(|(n, r)| (*n, r.clone())));
-        numbered_trend.add_numbered(&keys, rows.iter().map(|(n, r)| (*n, r.clone())));
+        let mut numbers: Vec<u32> = rows.iter().map(|(n, _)| *n).collect();
+        numbers.push(NumberedRows::NOT_ACCEPTED);
+        let mut times: Vec<i64> = rows.iter().map(|(_, r)| r.time).collect();
+        times.push(0);
+        let facts = |i: usize| rows[i].1.clone();
+        let numbered_rows = NumberedRows { keys: &keys, numbers: &numbers, times: &times, facts: &facts };
+        numbered.add_numbered(&numbered_rows);
+        numbered_trend.add_numbered(&numbered_rows);
         let sorted = |g: &SignatureGroups| g.groups.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<BTreeMap<_, _>>();
         assert_eq!(sorted(&numbered), sorted(&one));
         assert_eq!(numbered.groups.len(), 3);

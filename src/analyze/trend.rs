@@ -11,7 +11,7 @@ use super::periods::DAY;
 use super::FastMap;
 use crate::signature::Signature;
 use crate::source::layout::{Layout, RowFacts};
-use crate::source::Accumulator;
+use crate::source::{Accumulator, NumberedRows};
 use crate::timestamp;
 
 pub const REPORT_ID: &str = "dlqf.trend/1";
@@ -88,12 +88,12 @@ impl Accumulator for TrendGroups {
         }
     }
 
-    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
-        let mut numbered: Vec<FastMap<i64, u64>> = vec![FastMap::default(); keys.len()];
-        for (n, row) in rows {
-            *numbered[n as usize].entry(self.every.period_start(row.time)).or_insert(0) += 1;
+    fn add_numbered(&mut self, rows: &NumberedRows) {
+        let mut numbered: Vec<FastMap<i64, u64>> = vec![FastMap::default(); rows.keys.len()];
+        for (r, n) in rows.accepted() {
+            *numbered[n as usize].entry(self.every.period_start(rows.times[r])).or_insert(0) += 1;
         }
-        for (key, counted) in keys.iter().zip(numbered).filter(|(_, counted)| !counted.is_empty()) {
+        for (key, counted) in rows.keys.iter().zip(numbered).filter(|(_, counted)| !counted.is_empty()) {
             let periods = match self.groups.get_mut(key.as_slice()) {
                 Some(periods) => periods,
                 None => self.groups.entry(key.as_slice().into()).or_default(),

@@ -149,13 +149,33 @@ pub trait Accumulator: Send + Sized {
     fn add(&mut self, signature_key: &[u8], row: &RowFacts);
     fn merge(&mut self, other: Self);
 
-    /// A row group's rows whose keys a source numbered (`keys[n]` is key number n), in row
-    /// order: an accumulator keyed by signature can gather them per number and look each key
-    /// up once.
-    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
-        for (n, row) in rows {
-            self.add(&keys[n as usize], &row);
+    /// A row group's rows whose keys a source numbered, column by column: an accumulator
+    /// keyed by signature can gather them per number, look each key up once, and ask for a
+    /// row's id only when it needs it.
+    fn add_numbered(&mut self, rows: &NumberedRows) {
+        for (r, n) in rows.accepted() {
+            self.add(&rows.keys[n as usize], &(rows.facts)(r));
         }
+    }
+}
+
+/// A row group's rows with numbered keys: row `r` has key number `numbers[r]` (`keys[n]` is
+/// key number n; `NOT_ACCEPTED`: the row was rejected or outside the window) and time
+/// `times[r]`; `facts(r)` gives its id and attempts too.
+pub struct NumberedRows<'a> {
+    pub keys: &'a [Vec<u8>],
+    pub numbers: &'a [u32],
+    pub times: &'a [i64],
+    pub facts: &'a dyn Fn(usize) -> RowFacts<'a>,
+}
+
+impl NumberedRows<'_> {
+    /// The number of a row that is not handed over.
+    pub const NOT_ACCEPTED: u32 = u32::MAX;
+
+    /// The accepted rows and their key numbers, in row order.
+    pub fn accepted(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
+        self.numbers.iter().enumerate().filter(|(_, &n)| n != Self::NOT_ACCEPTED).map(|(r, &n)| (r, n))
     }
 }
 
@@ -167,9 +187,9 @@ impl<A: Accumulator> Accumulator for Option<A> {
         }
     }
 
-    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
+    fn add_numbered(&mut self, rows: &NumberedRows) {
         if let Some(a) = self {
-            a.add_numbered(keys, rows);
+            a.add_numbered(rows);
         }
     }
 
@@ -189,9 +209,9 @@ impl<A: Accumulator, B: Accumulator> Accumulator for (A, B) {
         self.1.add(signature_key, row);
     }
 
-    fn add_numbered<'r>(&mut self, keys: &[Vec<u8>], rows: impl Iterator<Item = (u32, RowFacts<'r>)> + Clone) {
-        self.0.add_numbered(keys, rows.clone());
-        self.1.add_numbered(keys, rows);
+    fn add_numbered(&mut self, rows: &NumberedRows) {
+        self.0.add_numbered(rows);
+        self.1.add_numbered(rows);
     }
 
     fn merge(&mut self, other: Self) {

@@ -7,7 +7,7 @@ use super::layout::{push_part, Cell, DirectColumns, RowFacts};
 use super::parquet_pages::{Codes, Ints, Texts, NULL};
 use super::rows::{PieceTally, Rows};
 use super::parquet::micros;
-use super::Accumulator;
+use super::{Accumulator, NumberedRows};
 use crate::timestamp::DateCache;
 
 /// The columns an analysis needs of one row group, read from their pages.
@@ -98,13 +98,13 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, columns: &PageColumns, acc
             }
         }
     }
-    let numbered = key_of.iter().enumerate().filter(|(_, &k)| k != NO_KEY).map(|(i, &k)| (k, columns.facts(i, times[i])));
-    acc.add_numbered(&keys.keys, numbered);
+    let facts = |i: usize| columns.facts(i, times[i]);
+    acc.add_numbered(&NumberedRows { keys: &keys.keys, numbers: &key_of, times: &times, facts: &facts });
     tally
 }
 
 /// The key number of a row that is not handed over by key.
-const NO_KEY: u32 = u32::MAX;
+const NO_KEY: u32 = NumberedRows::NOT_ACCEPTED;
 
 /// Signature keys by tuple of codes. Each row's tuple is numbered in mixed radix over the
 /// dictionaries' sizes (`ParquetSource::page_columns` checked that this fits in 64 bits),
