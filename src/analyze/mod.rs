@@ -44,6 +44,17 @@ impl GroupStats {
     pub fn merge(&mut self, other: &GroupStats) {
         self.observe(other.first_time, &other.first_id, other.count, other.last_time);
     }
+
+    /// `observe` for one row of a source's numbered rows: `row` (its id) is fetched only when
+    /// the row can be the first failure.
+    pub(crate) fn observe_numbered<'r>(&mut self, time: i64, row: impl FnOnce() -> RowFacts<'r>) {
+        if time > self.first_time {
+            self.count += 1;
+            self.last_time = self.last_time.max(time);
+        } else {
+            self.observe(time, &row().id, 1, time);
+        }
+    }
 }
 
 /// Rows grouped by their signature key as the source produced it (before deferred
@@ -89,12 +100,7 @@ impl Accumulator for SignatureGroups {
         for (r, n) in rows.accepted() {
             let time = rows.times[r];
             match &mut numbered[n as usize] {
-                // Only a row that can be the first failure needs its id.
-                Some(g) if time > g.first_time => {
-                    g.count += 1;
-                    g.last_time = g.last_time.max(time);
-                }
-                Some(g) => g.observe(time, &(rows.facts)(r).id, 1, time),
+                Some(g) => g.observe_numbered(time, || (rows.facts)(r)),
                 none => *none = Some(GroupStats::new(&(rows.facts)(r))),
             }
         }
@@ -146,7 +152,8 @@ mod tests {
     }
 
     /// Rows handed over with key numbers (some keys already known, one never used, a row not
-    /// accepted) end as they do added one by one, for rank's groups and trend's periods.
+    /// accepted) end as they do added one by one, for rank's groups, trend's periods and the
+    /// hourly groups of a partial state.
     #[test]
     fn numbered_rows_end_as_rows_added_one_by_one() {
         let keys: Vec<Vec<u8>> = ["a", "b", "c", "unused"].iter().map(|k| k.as_bytes().to_vec()).collect();
@@ -159,6 +166,7 @@ mod tests {
         let rows: Vec<(u32, RowFacts)> = ids.iter().map(|id| (next(3) as u32, row(id, next(5) as i64 * 3_600_000_000))).collect();
         let (mut one, mut numbered) = (SignatureGroups::default(), SignatureGroups::default());
         let (mut one_trend, mut numbered_trend) = (trend::TrendGroups::new(periods::Every::Hour), trend::TrendGroups::new(periods::Every::Hour));
+        let (mut one_hourly, mut numbered_hourly) = (summary::HourlyGroups::default(), summary::HourlyGroups::default());
         for acc in [&mut one, &mut numbered] {
             acc.add(b"a", &row("early", -1));
             acc.add(b"b", &row("late", 99_000_000_000));
@@ -166,9 +174,14 @@ mod tests {
         for acc in [&mut one_trend, &mut numbered_trend] {
             acc.add(b"a", &row("early", -1));
         }
+        for acc in [&mut one_hourly, &mut numbered_hourly] {
+            acc.add(b"a", &row("early", 7_200_000_000));
+            acc.add(b"b", &row("late", 7_300_000_000));
+        }
         for (n, r) in &rows {
             one.add(&keys[*n as usize], r);
             one_trend.add(&keys[*n as usize], r);
+            one_hourly.add(&keys[*n as usize], r);
         }
         let mut numbers: Vec<u32> = rows.iter().map(|(n, _)| *n).collect();
         numbers.push(NumberedRows::NOT_ACCEPTED);
@@ -178,11 +191,15 @@ mod tests {
         let numbered_rows = NumberedRows { keys: &keys, numbers: &numbers, times: &times, facts: &facts };
         numbered.add_numbered(&numbered_rows);
         numbered_trend.add_numbered(&numbered_rows);
+        numbered_hourly.add_numbered(&numbered_rows);
         let sorted = |g: &SignatureGroups| g.groups.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<BTreeMap<_, _>>();
         assert_eq!(sorted(&numbered), sorted(&one));
         assert_eq!(numbered.groups.len(), 3);
         let periods = |t: &trend::TrendGroups| t.groups.iter().map(|(k, v)| (k.clone(), v.iter().map(|(p, n)| (*p, *n)).collect::<BTreeMap<_, _>>())).collect::<BTreeMap<_, _>>();
         assert_eq!(periods(&numbered_trend), periods(&one_trend));
         assert_eq!(numbered_trend.groups.len(), 3);
+        let hours = |h: &summary::HourlyGroups| h.groups.iter().map(|(k, v)| (k.clone(), v.iter().map(|(p, g)| (*p, g.clone())).collect::<BTreeMap<_, _>>())).collect::<BTreeMap<_, _>>();
+        assert_eq!(hours(&numbered_hourly), hours(&one_hourly));
+        assert_eq!(numbered_hourly.groups.len(), 3);
     }
 }

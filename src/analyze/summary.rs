@@ -8,7 +8,7 @@ use super::periods::{Every, DAY};
 use super::trend::Periods;
 use super::{merge_into, FastMap, GroupStats};
 use crate::source::layout::{Layout, RowFacts};
-use crate::source::{Accumulator, Window};
+use crate::source::{Accumulator, NumberedRows, Window};
 
 /// Each signature's failures per UTC hour (keyed by the hour's start, in microseconds): count,
 /// first failure (time, then smallest id) and last failure. Merging is exact and
@@ -104,7 +104,7 @@ fn add_days(days: &mut DailyCounts, hours: &BTreeMap<i64, GroupStats>) {
 /// per distinct key by `finish`.
 #[derive(Default)]
 pub struct HourlyGroups {
-    groups: FastMap<Box<[u8]>, FastMap<i64, GroupStats>>,
+    pub(super) groups: FastMap<Box<[u8]>, FastMap<i64, GroupStats>>,
 }
 
 impl HourlyGroups {
@@ -135,16 +135,41 @@ impl Accumulator for HourlyGroups {
         }
     }
 
+    fn add_numbered(&mut self, rows: &NumberedRows) {
+        let mut numbered: Vec<FastMap<i64, GroupStats>> = vec![FastMap::default(); rows.keys.len()];
+        for (r, n) in rows.accepted() {
+            let (time, hours) = (rows.times[r], &mut numbered[n as usize]);
+            let hour = Every::Hour.period_start(time);
+            match hours.get_mut(&hour) {
+                Some(stats) => stats.observe_numbered(time, || (rows.facts)(r)),
+                None => {
+                    hours.insert(hour, GroupStats::new(&(rows.facts)(r)));
+                }
+            }
+        }
+        for (key, hours) in rows.keys.iter().zip(numbered).filter(|(_, hours)| !hours.is_empty()) {
+            let mine = match self.groups.get_mut(key.as_slice()) {
+                Some(mine) => mine,
+                None => self.groups.entry(key.as_slice().into()).or_default(),
+            };
+            merge_hours(mine, hours);
+        }
+    }
+
     fn merge(&mut self, other: Self) {
         for (key, hours) in other.groups {
-            let mine = self.groups.entry(key).or_default();
-            for (hour, stats) in hours {
-                match mine.get_mut(&hour) {
-                    Some(s) => s.merge(&stats),
-                    None => {
-                        mine.insert(hour, stats);
-                    }
-                }
+            merge_hours(self.groups.entry(key).or_default(), hours);
+        }
+    }
+}
+
+/// Adds one key's hours to another's.
+fn merge_hours(mine: &mut FastMap<i64, GroupStats>, hours: FastMap<i64, GroupStats>) {
+    for (hour, stats) in hours {
+        match mine.get_mut(&hour) {
+            Some(s) => s.merge(&stats),
+            None => {
+                mine.insert(hour, stats);
             }
         }
     }
