@@ -37,12 +37,17 @@ pub(super) struct Ints {
 }
 
 impl Codes {
-    /// None unless `chunk` is a flat string column whose every data page is dictionary-encoded
-    /// and which decodes cleanly into `rows` rows.
+    /// None unless `chunk` is a flat string column of PLAIN or dictionary-encoded pages whose
+    /// values are valid UTF-8, decoding into `rows` rows.
     pub fn read(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Codes> {
         if !is_string(chunk) {
             return None;
         }
+        Codes::read_dictionary(chunk, file, rows).or_else(|| Codes::read_distinct(chunk, file, rows))
+    }
+
+    /// A chunk whose every data page is dictionary-encoded: the dictionary's codes as they are.
+    fn read_dictionary(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Codes> {
         let (mut pages, dictionary) = Pages::open(chunk, file)?;
         let dictionary = dictionary?;
         let values = plain_strings(&dictionary.buffer, dictionary.num_values)?;
@@ -54,6 +59,46 @@ impl Codes {
             pages.recycle(page);
         }
         (codes.len() == rows).then_some(Codes { values, codes })
+    }
+
+    /// Any other chunk (PLAIN pages, or a dictionary that filled up and left the rest to PLAIN
+    /// pages): values numbered as they are first met, so equal values share a code whichever
+    /// page holds them. Slower than a dictionary's codes, so tried only when those fail.
+    fn read_distinct(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Codes> {
+        let mut distinct = Distinct::default();
+        let plain = |distinct: &mut Distinct, page: &[u8], count: usize| distinct.codes(page, count);
+        let codes = values_per_row(chunk, file, rows, &mut distinct, plain, plain, NULL)?;
+        Some(Codes { values: distinct.values, codes })
+    }
+}
+
+/// The distinct values of a string column met so far, numbered in order of first sight.
+#[derive(Default)]
+struct Distinct {
+    values: Vec<Box<str>>,
+    numbers: std::collections::HashMap<Box<str>, u32, foldhash::fast::RandomState>,
+}
+
+impl Distinct {
+    /// The codes of `count` PLAIN byte arrays, each valid UTF-8.
+    fn codes(&mut self, mut bytes: &[u8], count: usize) -> Option<Vec<u32>> {
+        let mut codes = Vec::with_capacity(count);
+        for _ in 0..count {
+            let (len, rest) = bytes.split_first_chunk::<4>()?;
+            let (value, rest) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+            let value = simdutf8::basic::from_utf8(value).ok()?;
+            codes.push(match self.numbers.get(value) {
+                Some(&code) => code,
+                None => {
+                    let code = u32::try_from(self.values.len()).ok().filter(|&c| c != NULL)?;
+                    self.values.push(value.into());
+                    self.numbers.insert(value.into(), code);
+                    code
+                }
+            });
+            bytes = rest;
+        }
+        Some(codes)
     }
 }
 
