@@ -396,7 +396,8 @@ impl Scan<'_> {
     }
 
     /// Folds one row group into `acc`: read from its pages when it holds the usual column
-    /// types (dictionary-encoded signature columns, a string id, a string or native time),
+    /// types (string signature columns and id, a string or native time, PLAIN or dictionary
+    /// pages),
     /// else through polars (always, with `DLQF_PARQUET_PAGES=off`, which tests compare with).
     fn fold_group<A: Accumulator>(&self, source: &ParquetSource, group: Group, acc: &mut A) -> Result<PieceTally> {
         self.progress.advance(group.bytes);

@@ -130,9 +130,9 @@ impl<'s> ParquetSource<'s> {
     }
 
     /// What an analysis needs of one row group, read from its pages (`parquet_pages`): None
-    /// unless the signature columns are dictionary-encoded strings, the id a string column,
-    /// the time a string or native timestamp column, the attempts integers (or absent), and
-    /// the tuples of codes can be numbered in 64 bits.
+    /// unless the signature columns and the id are strings, the time a string or native
+    /// timestamp column, the attempts integers (or absent), every page PLAIN or
+    /// dictionary-encoded, and the tuples of signature codes can be numbered in 64 bits.
     pub fn page_columns(&self, group: Group, plan: &DirectColumns, names: &[String]) -> Result<Option<PageColumns>> {
         let rg = &self.metadata.row_groups[group.index];
         let chunk = |i: usize| {
