@@ -397,8 +397,7 @@ impl Scan<'_> {
 
     /// Folds one row group into `acc`: read from its pages when it holds the usual column
     /// types (string signature columns and id, a string or native time, PLAIN or dictionary
-    /// pages),
-    /// else through polars (always, with `DLQF_PARQUET_PAGES=off`, which tests compare with).
+    /// pages), else through polars (always with `DLQF_PARQUET_PAGES=off`, which tests use).
     fn fold_group<A: Accumulator>(&self, source: &ParquetSource, group: Group, acc: &mut A) -> Result<PieceTally> {
         self.progress.advance(group.bytes);
         let pages = std::env::var_os("DLQF_PARQUET_PAGES").is_none_or(|v| v != "off");
