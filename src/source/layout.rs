@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::profile::classify::Classifier;
 use crate::profile::{CategorySource, FieldType, Normalizer, Profile};
-use crate::timestamp;
+use crate::timestamp::{self, DateCache};
 
 /// One field's value as a source read it, before the profile interprets it.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +47,11 @@ impl Cell<'_> {
             _ => None,
         }
     }
+}
+
+thread_local! {
+    /// The dates this thread has parsed: a dump's times fall on few days (see `DateCache`).
+    static DATES: std::cell::RefCell<DateCache> = std::cell::RefCell::new(DateCache::default());
 }
 
 /// What a row contributes besides its signature.
@@ -162,7 +167,8 @@ impl Layout {
         let time_name = &self.columns[self.time];
         let time = match &cells[self.time] {
             Cell::Time(v) => *v,
-            Cell::Str(s) => timestamp::parse_rfc3339(s)
+            Cell::Str(s) => DATES
+                .with(|dates| dates.borrow_mut().parse(s))
                 .ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
             absent_value @ (Cell::Missing | Cell::Null) => return Err(absent(time_name, absent_value)),
             other => return Err(format!("field `{time_name}`: expected an RFC 3339 timestamp, got {}", other.kind())),
