@@ -121,3 +121,38 @@ enum Dictionary {
     /// The dictionary filled up and later pages hold plain values.
     Overflowed,
 }
+
+/// A nested column where the profile expects a number or a string (a struct of one field or of
+/// two) rejects every row, naming the field, whether the row group is read from its pages or
+/// by polars alone.
+#[test]
+#[ignore = "needs pyarrow: make test runs it"]
+fn nested_columns_are_rejected_by_both_parquet_readers() {
+    let dir = Dir::new();
+    let script = r#"
+import sys
+import pyarrow as pa, pyarrow.parquet as pq
+n = 300
+base = {"capture_id": [f"c{i}" for i in range(n)], "stage": ["s"] * n, "reject_reason": ["r"] * n,
+        "registry_revision": ["v"] * n, "capture_timestamp": ["2026-10-01T00:00:00Z"] * n, "attempts": [1] * n}
+two = pa.struct([("a", pa.int64()), ("b", pa.int64())])
+one = pa.struct([pa.field("a", pa.int64(), nullable=True)])
+for name, field, column in [("two", "attempts", pa.array([{"a": 1, "b": 2}] * n, type=two)),
+                            ("one", "attempts", pa.array([{"a": 1}] * n, type=one)),
+                            ("id", "capture_id", pa.array([{"a": 1}] * n, type=one))]:
+    table = pa.table(base)
+    table = table.set_column(table.schema.get_field_index(field), pa.field(field, column.type, nullable=False), column)
+    pq.write_table(table, f"{sys.argv[1]}/{name}.parquet")
+"#;
+    let out = Command::new(python()).arg("-c").arg(script).arg(dir.join("")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (name, field) in [("two", "attempts"), ("one", "attempts"), ("id", "capture_id")] {
+        let file = format!("{name}.parquet");
+        let pages = dir.command().args(["rank", "--format", "json", &file]).expect_code(0);
+        let polars = dir.command().env("DLQF_PARQUET_PAGES", "off").args(["rank", "--format", "json", &file]).expect_code(0);
+        assert_eq!((&pages.stdout, &pages.stderr), (&polars.stdout, &polars.stderr), "{file}");
+        let report: Value = serde_json::from_str(&pages.stdout).unwrap();
+        assert_eq!((report["total"].as_u64(), report["rejected"].as_u64()), (Some(0), Some(300)), "{file}");
+        assert!(pages.stderr.contains(&format!("{file}:1: field `{field}`")), "{}", pages.stderr);
+    }
+}

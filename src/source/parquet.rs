@@ -161,9 +161,10 @@ impl<'s> ParquetSource<'s> {
         let read = || -> Option<PageColumns> {
             let signature = plan.signature.iter().map(|&i| Codes::read(chunk(i)?, &file, rows)).collect::<Option<Vec<_>>>()?;
             signature.iter().try_fold(1u64, |n, c| n.checked_mul(c.values.len().max(1) as u64))?;
-            let attempts = match plan.attempts.map(|i| chunk(i)) {
-                None | Some(None) => None,
-                Some(Some(c)) => Some(Ints::read(c, &file, rows)?),
+            // Absent attempts count as 0; a column that is there must read as integers.
+            let attempts = match plan.attempts.filter(|&i| rg.columns_under_root_iter(&names[i]).is_some()) {
+                None => None,
+                Some(i) => Some(Ints::read(chunk(i)?, &file, rows)?),
             };
             let time = chunk(plan.time)?;
             let time = match Ints::read_times(time, &file, rows) {

@@ -181,9 +181,10 @@ impl Ints {
     }
 }
 
+/// A top-level column holding one value (or null) per row: not inside a struct or a list.
 fn is_flat(chunk: &ColumnChunkMetadata) -> bool {
     let descriptor = &chunk.descriptor().descriptor;
-    descriptor.max_rep_level == 0 && descriptor.max_def_level <= 1
+    chunk.descriptor().path_in_schema.len() == 1 && descriptor.max_rep_level == 0 && descriptor.max_def_level <= 1
 }
 
 /// A top-level column of UTF-8 byte arrays, which polars reads as a string column.
