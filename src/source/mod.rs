@@ -395,20 +395,20 @@ impl Scan<'_> {
         }
     }
 
-    /// Folds one row group into `acc`: read from its pages when it holds the usual column
-    /// types (string signature columns and id, a string or native time, PLAIN or dictionary
-    /// pages), else through polars (always with `DLQF_PARQUET_PAGES=off`, which tests use).
-    fn fold_group<A: Accumulator>(&self, source: &ParquetSource, group: Group, acc: &mut A) -> Result<PieceTally> {
-        self.progress.advance(group.bytes);
-        let pages = std::env::var_os("DLQF_PARQUET_PAGES").is_none_or(|v| v != "off");
-        let plan = self.layout.direct_columns().filter(|p| pages && p.signature.iter().all(|s| ![Some(p.id), Some(p.time), p.attempts].contains(&Some(*s))));
-        if let Some(plan) = plan {
-            if let Some(columns) = source.page_columns(group, &plan, &self.layout.columns)? {
-                return Ok(parquet_fold::fold_pages(&self.rows(), &columns, acc));
-            }
+    /// Folds one row group into `acc` from its pages when it holds the usual column types
+    /// (string signature columns and id, a string or native time, PLAIN or dictionary pages);
+    /// None leaves it to polars, as does `DLQF_PARQUET_PAGES=off` for every group (tests
+    /// compare the two readers with it).
+    fn fold_pages<A: Accumulator>(&self, source: &ParquetSource, group: Group, acc: &mut A) -> Result<Option<PieceTally>> {
+        static PAGES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if !*PAGES.get_or_init(|| std::env::var_os("DLQF_PARQUET_PAGES").is_none_or(|v| v != "off")) {
+            return Ok(None);
         }
-        let df = source.load(group, Some(&self.layout.columns))?;
-        parquet::decode(&self.rows(), &df, false, |row| acc.add(row.key, &row.facts))
+        let plan = self.layout.direct_columns().filter(|p| p.signature.iter().all(|s| ![Some(p.id), Some(p.time), p.attempts].contains(&Some(*s))));
+        let Some(plan) = plan else { return Ok(None) };
+        let Some(columns) = source.page_columns(group, &plan, &self.layout.columns)? else { return Ok(None) };
+        self.progress.advance(group.bytes);
+        Ok(Some(parquet_fold::fold_pages(&self.rows(), &columns, acc)))
     }
 
     /// Reads every input into one accumulator made by `make`: pieces are decoded in parallel,
@@ -427,9 +427,13 @@ impl Scan<'_> {
                 let piece = piece?;
                 let index = piece.index();
                 let mut part = make();
-                let piece_tally = match (&pieces, piece) {
-                    (Pieces::Groups(source, _), Piece::Group(group)) => self.fold_group(source, group, &mut part)?,
-                    (_, piece) => self.decode(&pieces, piece, false, |row| part.add(row.key, &row.facts))?,
+                let from_pages = match (&pieces, &piece) {
+                    (Pieces::Groups(source, _), Piece::Group(group)) => self.fold_pages(source, *group, &mut part)?,
+                    _ => None,
+                };
+                let piece_tally = match from_pages {
+                    Some(tally) => tally,
+                    None => self.decode(&pieces, piece, false, |row| part.add(row.key, &row.facts))?,
                 };
                 Ok((part, vec![(index, piece_tally)]))
             };
