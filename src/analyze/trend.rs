@@ -98,19 +98,21 @@ impl Accumulator for TrendGroups {
                 Some(periods) => periods,
                 None => self.groups.entry(key.as_slice().into()).or_default(),
             };
-            for (period, n) in counted {
-                *periods.entry(period).or_insert(0) += n;
-            }
+            add_periods(periods, counted);
         }
     }
 
     fn merge(&mut self, other: Self) {
         for (key, periods) in other.groups {
-            let mine = self.groups.entry(key).or_default();
-            for (period, n) in periods {
-                *mine.entry(period).or_insert(0) += n;
-            }
+            add_periods(self.groups.entry(key).or_default(), periods);
         }
+    }
+}
+
+/// Adds one key's counts per period to another's.
+fn add_periods(mine: &mut FastMap<i64, u64>, periods: FastMap<i64, u64>) {
+    for (period, n) in periods {
+        *mine.entry(period).or_insert(0) += n;
     }
 }
 
