@@ -51,7 +51,7 @@ impl Codes {
     fn read_dictionary(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Codes> {
         let (mut pages, dictionary) = Pages::open(chunk, file)?;
         let dictionary = dictionary?;
-        let values = plain_strings(&dictionary.buffer, dictionary.num_values)?;
+        let values = plain_strs(&dictionary.buffer, dictionary.num_values).map(|v| v.map(Box::from)).collect::<Option<Vec<_>>>()?;
         let mut codes = Vec::with_capacity(rows);
         while let Some(page) = pages.next()? {
             let (defined, encoded) = levels(&page)?;
@@ -82,12 +82,10 @@ struct Distinct {
 
 impl Distinct {
     /// The codes of `count` PLAIN byte arrays, each valid UTF-8.
-    fn codes(&mut self, mut bytes: &[u8], count: usize) -> Option<Vec<u32>> {
+    fn codes(&mut self, bytes: &[u8], count: usize) -> Option<Vec<u32>> {
         let mut codes = Vec::with_capacity(count);
-        for _ in 0..count {
-            let (len, rest) = bytes.split_first_chunk::<4>()?;
-            let (value, rest) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-            let value = simdutf8::basic::from_utf8(value).ok()?;
+        for value in plain_strs(bytes, count) {
+            let value = value?;
             codes.push(match self.numbers.get(value) {
                 Some(&code) => code,
                 None => {
@@ -97,7 +95,6 @@ impl Distinct {
                     code
                 }
             });
-            bytes = rest;
         }
         Some(codes)
     }
@@ -305,16 +302,15 @@ fn spread<T: Copy>(defined: Option<Vec<u32>>, found: Vec<T>, null: T, out: &mut 
     }
 }
 
-/// PLAIN byte arrays (a 4-byte little-endian length, then the bytes), each valid UTF-8.
-fn plain_strings(mut bytes: &[u8], count: usize) -> Option<Vec<Box<str>>> {
-    let mut values = Vec::with_capacity(count);
-    for _ in 0..count {
+/// `count` PLAIN byte arrays (a 4-byte little-endian length, then the bytes) as strings: an
+/// item is None where the bytes end early or a value is not valid UTF-8.
+fn plain_strs(mut bytes: &[u8], count: usize) -> impl Iterator<Item = Option<&str>> {
+    (0..count).map(move |_| {
         let (len, rest) = bytes.split_first_chunk::<4>()?;
         let (value, rest) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-        values.push(simdutf8::basic::from_utf8(value).ok()?.into());
         bytes = rest;
-    }
-    Some(values)
+        simdutf8::basic::from_utf8(value).ok()
+    })
 }
 
 /// Copies `count` PLAIN byte arrays to the end of `bytes` and returns where each value starts
