@@ -140,8 +140,6 @@ impl<'s> ParquetSource<'s> {
             let chunk = chunks.next()?;
             chunks.next().is_none().then_some(chunk)
         };
-        let wanted = [Some(plan.id), Some(plan.time), plan.attempts].into_iter().flatten().chain(plan.signature.iter().copied());
-        let chunks: Vec<_> = wanted.filter_map(chunk).collect();
         // Mapped for this row group only: pages of the file stay out of the resident set once
         // the group is read, as with polars' reader.
         let file = match &self.read {
@@ -153,7 +151,8 @@ impl<'s> ParquetSource<'s> {
                 Buffer::from_owner(map)
             }
             Read::Remote { storage, location, size } => {
-                let ranges: Vec<Range<u64>> = chunks.iter().map(|c| c.byte_range()).collect();
+                let wanted = [Some(plan.id), Some(plan.time), plan.attempts].into_iter().flatten().chain(plan.signature.iter().copied());
+                let ranges: Vec<Range<u64>> = wanted.filter_map(chunk).map(|c| c.byte_range()).collect();
                 Buffer::from_owner(Sparse::fetch(storage, location, *size, &ranges)?)
             }
         };
