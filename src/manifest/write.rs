@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use super::hasher::Hasher;
 use super::{manifest_digest, Decision, DecisionCounts, Header};
-use crate::storage::Output;
+use crate::storage::{Output, WriteBehind};
 
 /// A manifest being written to its output (a temporary file until it is finished).
 pub struct ManifestWriter<'o> {
@@ -21,6 +21,9 @@ pub struct ManifestWriter<'o> {
     hasher: Hasher<Vec<u8>>,
     count: u64,
     counts: DecisionCounts,
+    /// Bytes written so far, and how many of them are on their way to disk.
+    written: u64,
+    write_behind: WriteBehind,
 }
 
 impl<'o> ManifestWriter<'o> {
@@ -41,7 +44,7 @@ impl<'o> ManifestWriter<'o> {
         let mut out = BufWriter::with_capacity(1 << 20, output.file().try_clone().with_context(|| format!("{name}: cannot write"))?);
         out.write_all(&vec![b' '; reserved])?;
         out.write_all(b"\n")?;
-        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, hasher: Hasher::start(0), count: 0, counts: DecisionCounts::default() })
+        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, hasher: Hasher::start(0), count: 0, counts: DecisionCounts::default(), written: reserved as u64 + 1, write_behind: WriteBehind::default() })
     }
 
     /// Appends one entry line (with its newline), in manifest order.
@@ -57,6 +60,8 @@ impl<'o> ManifestWriter<'o> {
         self.count += entries;
         self.counts.add_counts(counts);
         self.out.write_all(&lines).with_context(|| format!("{}: cannot write", self.name))?;
+        self.written += lines.len() as u64;
+        self.write_behind.written(self.out.get_ref(), self.written);
         Ok(self.hasher.hash(lines))
     }
 

@@ -3,6 +3,9 @@
 
 mod file;
 mod s3;
+mod write_behind;
+
+pub use write_behind::WriteBehind;
 
 use std::fmt;
 use std::fs::File;
