@@ -3,7 +3,10 @@
 //! so numbers can be restored in chunk order.
 
 use std::io::{self, BufRead, BufReader, Read};
-use std::sync::Mutex;
+use std::ops::{Deref, Range};
+use std::sync::{Arc, Mutex};
+
+use memmap2::Mmap;
 
 use anyhow::{Context, Result};
 
@@ -19,6 +22,13 @@ const CHUNK_BYTES: usize = 8 << 20;
 /// The input's lines as numbered newline-aligned chunks, decompressed (by the name's
 /// extension, or by the stream's first bytes when the name says nothing, as on stdin).
 pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -> Result<Chunks> {
+    if compression == Compression::None {
+        if let Some(map) = opener.map(&input.location)? {
+            if !matches!(map[..map.len().min(4)], [0x1f, 0x8b, ..] | [0x28, 0xb5, 0x2f, 0xfd]) {
+                return Ok(Chunks::mapped(map, CHUNK_BYTES));
+            }
+        }
+    }
     let raw = opener.open(&input.location)?;
     let mut peek = BufReader::with_capacity(1 << 20, raw);
     let head = peek.fill_buf().with_context(|| format!("{}: cannot read", input.display))?;
@@ -105,11 +115,34 @@ pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &m
 }
 
 /// A stream cut into newline-aligned chunks of about `CHUNK_BYTES`, numbered in stream order;
-/// shared by the tasks that decode them (one reads the next chunk at a time).
+/// shared by the tasks that decode them (one cuts the next chunk at a time).
 pub(super) struct Chunks {
-    reader: Mutex<ChunkReader>,
+    source: ChunkSource,
     /// Buffers handed back after decoding, reused so their pages need not be faulted in again.
     spare: Mutex<Vec<Vec<u8>>>,
+}
+
+enum ChunkSource {
+    Read(Mutex<ChunkReader>),
+    /// A local file's bytes in place; the next chunk's start and number.
+    Mapped { map: Arc<Mmap>, size: usize, next: Mutex<(usize, usize)> },
+}
+
+/// One chunk's bytes: read into a buffer, or a range of a mapped file.
+pub(super) enum ChunkBytes {
+    Read(Vec<u8>),
+    Mapped(Arc<Mmap>, Range<usize>),
+}
+
+impl Deref for ChunkBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            ChunkBytes::Read(buf) => buf,
+            ChunkBytes::Mapped(map, range) => &map[range.clone()],
+        }
+    }
 }
 
 struct ChunkReader {
@@ -119,23 +152,61 @@ struct ChunkReader {
 
 impl Chunks {
     fn new(reader: Box<dyn Read + Send>, size: usize) -> Chunks {
-        Chunks { reader: Mutex::new(ChunkReader { blocks: LineBlocks::new(reader, size), index: 0 }), spare: Mutex::new(Vec::new()) }
+        let reader = ChunkReader { blocks: LineBlocks::new(reader, size), index: 0 };
+        Chunks { source: ChunkSource::Read(Mutex::new(reader)), spare: Mutex::new(Vec::new()) }
+    }
+
+    fn mapped(map: Mmap, size: usize) -> Chunks {
+        let source = ChunkSource::Mapped { map: Arc::new(map), size, next: Mutex::new((0, 0)) };
+        Chunks { source, spare: Mutex::new(Vec::new()) }
     }
 
     /// The chunks, in order, as pieces; a read error names the input.
     pub(super) fn iter<'a>(&'a self, display: &'a str) -> impl Iterator<Item = Result<Piece>> + Send + 'a {
-        std::iter::from_fn(move || {
-            let spare = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
-            let next = self.reader.lock().expect("chunk reader").next(spare)?;
-            Some(next.map(|(index, bytes)| Piece::Chunk(index, bytes)).with_context(|| format!("{display}: read error")))
+        std::iter::from_fn(move || match &self.source {
+            ChunkSource::Read(reader) => {
+                let spare = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
+                let next = reader.lock().expect("chunk reader").next(spare)?;
+                Some(next.map(|(index, bytes)| Piece::Chunk(index, ChunkBytes::Read(bytes))).with_context(|| format!("{display}: read error")))
+            }
+            ChunkSource::Mapped { map, size, next } => {
+                let mut next = next.lock().expect("chunk cutter");
+                let (mut start, index) = *next;
+                if index == 0 && map.starts_with(BOM) {
+                    start = BOM.len();
+                }
+                if start >= map.len() {
+                    return None;
+                }
+                let end = match start.checked_add(*size).filter(|&e| e < map.len()) {
+                    Some(e) => memchr::memchr(b'\n', &map[e..]).map_or(map.len(), |nl| e + nl + 1),
+                    None => map.len(),
+                };
+                *next = (end, index + 1);
+                Some(Ok(Piece::Chunk(index, ChunkBytes::Mapped(map.clone(), start..end))))
+            }
         })
     }
 
-    /// Returns a decoded chunk's buffer for reuse.
-    pub(super) fn give_back(&self, bytes: Vec<u8>) {
-        self.spare.lock().expect("spare buffers").push(bytes);
+    /// Takes back a decoded chunk: a buffer for reuse; a mapped range leaves the resident set
+    /// (its pages stay in the page cache), which would otherwise grow to the file's size.
+    pub(super) fn give_back(&self, bytes: ChunkBytes) {
+        match bytes {
+            ChunkBytes::Read(buf) => self.spare.lock().expect("spare buffers").push(buf),
+            #[cfg(unix)]
+            ChunkBytes::Mapped(map, range) => {
+                // SAFETY: a read-only mapping of a file: a page dropped here that is touched
+                // again (a neighbouring chunk's first line) is read back from the file.
+                let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len()) };
+            }
+            #[cfg(not(unix))]
+            ChunkBytes::Mapped(..) => {}
+        }
     }
 }
+
+/// A UTF-8 byte-order mark: not part of the first record.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl ChunkReader {
     fn next(&mut self, buf: Vec<u8>) -> Option<io::Result<(usize, Vec<u8>)>> {
@@ -145,8 +216,8 @@ impl ChunkReader {
         };
         let index = self.index;
         self.index += 1;
-        if index == 0 && buf.starts_with(b"\xEF\xBB\xBF") {
-            buf.drain(..3); // a UTF-8 byte-order mark is not part of the first record
+        if index == 0 && buf.starts_with(BOM) {
+            buf.drain(..BOM.len());
         }
         Some(Ok((index, buf)))
     }
@@ -185,12 +256,47 @@ mod tests {
         let parts: Vec<Vec<u8>> = chunks
             .iter("t")
             .map(|c| match c.unwrap() {
-                Piece::Chunk(_, bytes) => bytes,
+                Piece::Chunk(_, bytes) => bytes.to_vec(),
                 Piece::Group(_) | Piece::Slice(_) => unreachable!(),
             })
             .collect();
         assert!(parts.len() > 100);
         assert!(parts.iter().all(|p| p.ends_with(b"\n")));
         assert_eq!(parts.concat(), text);
+    }
+
+    #[test]
+    fn a_mapped_file_is_cut_as_a_read_one_and_given_back_chunks_stay_readable() {
+        // A byte-order mark, a line longer than a chunk, and no newline at the end.
+        let mut text: Vec<u8> = b"\xEF\xBB\xBF".to_vec();
+        text.extend((0..20_000).flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes()));
+        text.extend(format!("{{\"long\":\"{}\"}}\n", "x".repeat(5000)).into_bytes());
+        text.extend(b"{\"last\":1}");
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &text).unwrap();
+        let map = unsafe { Mmap::map(file.as_file()) }.unwrap();
+        let chunks = Chunks::mapped(map, 1000);
+        let mut parts = Vec::new();
+        for (n, piece) in chunks.iter("t").enumerate() {
+            let Piece::Chunk(index, bytes) = piece.unwrap() else { unreachable!() };
+            assert_eq!(index, n);
+            parts.push(bytes.to_vec());
+            // Given back before the next is cut: its pages leave, the next chunk's bytes stay.
+            chunks.give_back(bytes);
+        }
+        assert!(parts.len() > 100);
+        let (last, whole) = parts.split_last().unwrap();
+        assert!(whole.iter().all(|p| p.ends_with(b"\n")));
+        assert_eq!(last.as_slice(), b"{\"last\":1}");
+        assert!(parts.iter().any(|p| p.len() > 5000));
+        assert_eq!(parts.concat(), text[3..]);
+        let read: Vec<Vec<u8>> = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000)
+            .iter("t")
+            .map(|c| match c.unwrap() {
+                Piece::Chunk(_, bytes) => bytes.to_vec(),
+                Piece::Group(_) | Piece::Slice(_) => unreachable!(),
+            })
+            .collect();
+        assert_eq!(read.concat(), parts.concat());
     }
 }

@@ -300,7 +300,7 @@ enum Pieces<'s> {
 
 /// One piece, numbered in input order.
 enum Piece {
-    Chunk(usize, Vec<u8>),
+    Chunk(usize, jsonl::ChunkBytes),
     Group(Group),
     /// Rows of a loaded row group (every column), for readers of whole records: a group is
     /// decoded in slices so the records built from it at once stay few.
