@@ -24,7 +24,7 @@ const CHUNK_BYTES: usize = 8 << 20;
 pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -> Result<Chunks> {
     if compression == Compression::None {
         if let Some(map) = opener.map(&input.location)? {
-            if !matches!(map[..map.len().min(4)], [0x1f, 0x8b, ..] | [0x28, 0xb5, 0x2f, 0xfd]) {
+            if sniffed(compression, &map) == Compression::None {
                 return Ok(Chunks::mapped(map, CHUNK_BYTES));
             }
         }
@@ -32,17 +32,22 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
     let raw = opener.open(&input.location)?;
     let mut peek = BufReader::with_capacity(1 << 20, raw);
     let head = peek.fill_buf().with_context(|| format!("{}: cannot read", input.display))?;
-    let compression = match (compression, head) {
-        (Compression::None, [0x1f, 0x8b, ..]) => Compression::Gzip,
-        (Compression::None, [0x28, 0xb5, 0x2f, 0xfd, ..]) => Compression::Zstd,
-        (given, _) => given,
-    };
-    let reader: Box<dyn Read + Send> = match compression {
+    let reader: Box<dyn Read + Send> = match sniffed(compression, head) {
         Compression::None => Box::new(peek),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(peek)),
         Compression::Zstd => Box::new(zstd::Decoder::with_buffer(peek).with_context(|| format!("{}: not a zstd stream", input.display))?),
     };
     Ok(Chunks::new(reader, CHUNK_BYTES))
+}
+
+/// The compression a stream is in: as its name says, or when the name says nothing, as its
+/// first bytes say.
+fn sniffed(given: Compression, head: &[u8]) -> Compression {
+    match (given, head) {
+        (Compression::None, [0x1f, 0x8b, ..]) => Compression::Gzip,
+        (Compression::None, [0x28, 0xb5, 0x2f, 0xfd, ..]) => Compression::Zstd,
+        (given, _) => given,
+    }
 }
 
 /// Decodes one chunk: each line through the field picker and the rows' layout; `accept` gets
