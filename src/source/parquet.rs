@@ -23,7 +23,7 @@ use super::parquet_json::RowWriter;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::Input;
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
-use crate::storage::{Location, Storage};
+use crate::storage::{map_file, Location, Storage};
 use crate::timestamp;
 
 /// The bytes at the end of a Parquet file: footer length (4) and magic (4).
@@ -143,13 +143,10 @@ impl<'s> ParquetSource<'s> {
         // Mapped for this row group only: pages of the file stay out of the resident set once
         // the group is read, as with polars' reader.
         let file = match &self.read {
-            Read::Local(path) => {
-                let file = File::open(path).with_context(|| format!("{}: cannot open", self.display))?;
-                // Safety: as polars does for every local file it reads, the file is mapped and
-                // assumed not to shrink while it is read.
-                let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("{}: cannot map", self.display))?;
-                Buffer::from_owner(map)
-            }
+            Read::Local(path) => match map_file(path)? {
+                Some(map) => Buffer::from_owner(map),
+                None => return Ok(None),
+            },
             Read::Remote { storage, location, size } => {
                 let wanted = [Some(plan.id), Some(plan.time), plan.attempts].into_iter().flatten().chain(plan.signature.iter().copied());
                 let ranges: Vec<Range<u64>> = wanted.filter_map(chunk).map(|c| c.byte_range()).collect();

@@ -11,6 +11,20 @@ use walkdir::WalkDir;
 
 use super::{Found, Location};
 
+/// A regular, non-empty file mapped into memory, so its bytes are read where they lie in the
+/// page cache instead of copied out; None for anything else (a pipe, a device, an empty file).
+pub fn map_file(path: &Path) -> Result<Option<memmap2::Mmap>> {
+    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let meta = file.metadata().with_context(|| format!("{}: cannot open", path.display()))?;
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(None);
+    }
+    // SAFETY: as polars does for every local Parquet file it reads, the file is mapped and
+    // assumed not to shrink while it is read.
+    let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("{}: cannot map", path.display()))?;
+    Ok(Some(map))
+}
+
 pub(super) fn list(arg: &str, path: &Path) -> Result<Vec<Found>> {
     let mut found = Vec::new();
     if path.exists() {

@@ -5,6 +5,7 @@ mod file;
 mod s3;
 mod write_behind;
 
+pub use file::map_file;
 pub use write_behind::WriteBehind;
 
 use std::fmt;
@@ -183,19 +184,12 @@ impl Opener<'_> {
         }
     }
 
-    /// A local regular file mapped into memory, so its bytes are read where they lie in the
-    /// page cache instead of copied out; None for stdin, S3, pipes and empty files.
+    /// A local file mapped into memory (`map_file`); None for stdin, S3, pipes and empty files.
     pub fn map(&self, location: &Location) -> Result<Option<memmap2::Mmap>> {
-        let Location::File(path) = location else { return Ok(None) };
-        let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-        let meta = file.metadata().with_context(|| format!("{}: cannot open", path.display()))?;
-        if !meta.is_file() || meta.len() == 0 {
-            return Ok(None);
+        match location {
+            Location::File(path) => map_file(path),
+            Location::Std | Location::S3 { .. } => Ok(None),
         }
-        // SAFETY: as for the Parquet files polars maps, the file is assumed not to shrink while
-        // it is read.
-        let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("{}: cannot map", path.display()))?;
-        Ok(Some(map))
     }
 }
 
