@@ -408,7 +408,7 @@ impl Scan<'_> {
         let Some(plan) = plan else { return Ok(None) };
         let Some(columns) = source.page_columns(group, &plan, &self.layout.columns)? else { return Ok(None) };
         self.progress.advance(group.bytes);
-        Ok(Some(parquet_fold::fold_pages(&self.rows(), &columns, acc)))
+        Ok(Some(parquet_fold::fold_pages(&self.rows(), &plan, &columns, acc)))
     }
 
     /// Reads every input into one accumulator made by `make`: pieces are decoded in parallel,

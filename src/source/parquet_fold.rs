@@ -71,10 +71,10 @@ impl PageColumns {
 
 /// Folds one row group read from its pages: one key per distinct tuple of signature codes, the
 /// rows handed over with their key numbers. A row with a null or unreadable cell goes through the
-/// layout alone, which names what is wrong, as `decode` would.
-pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, columns: &PageColumns, acc: &mut A) -> PieceTally {
+/// layout alone, which names what is wrong, as `decode` would. `plan` says where the columns
+/// are in the layout, as they were read.
+pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, columns: &PageColumns, acc: &mut A) -> PieceTally {
     let layout = rows.layout;
-    let plan = layout.direct_columns().expect("columns read from pages have a direct plan");
     let height = columns.rows;
     let mut keys = CodeKeys::new(&columns.signature, height);
     let mut tally = PieceTally { lines: height as u64, ..PieceTally::default() };
@@ -93,7 +93,7 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, columns: &PageColumns, acc
             }
             Some(_) => tally.outside_window += 1,
             None => {
-                columns.cells(&plan, layout.columns.len(), i, &mut cells);
+                columns.cells(plan, layout.columns.len(), i, &mut cells);
                 rows.take(&cells, &mut key, i as u64 + 1, &mut tally, |key, row| acc.add(key, &row));
             }
         }
