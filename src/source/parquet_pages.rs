@@ -48,6 +48,8 @@ impl Codes {
     }
 
     /// A chunk whose every data page is dictionary-encoded: the dictionary's codes as they are.
+    /// Its own page loop: `values_per_row` would look each code up in an identity table, 2.3%
+    /// more of rank's instructions (cachegrind, 1M rows).
     fn read_dictionary(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Codes> {
         let (mut pages, dictionary) = Pages::open(chunk, file)?;
         let dictionary = dictionary?;
