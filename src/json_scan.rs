@@ -391,6 +391,7 @@ impl<'a> Parser<'a> {
     }
 
     /// After a member or element: false past a comma, true past the closing bracket.
+    #[inline]
     pub fn comma_or_close(&mut self, close: u8) -> Result<bool, String> {
         self.ws();
         match self.peek() {
