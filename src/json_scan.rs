@@ -186,6 +186,7 @@ impl<'a> Parser<'a> {
 
     /// Moves `pos` to the next byte that ends or escapes a string (`"`, `\\`) or may not appear
     /// in one (a control character): 32 bytes at a time with AVX2, else eight.
+    #[inline]
     fn scan_string_body(&mut self) {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx2 {
