@@ -103,6 +103,8 @@ impl<'n> FieldPicker<'n> {
             p.ws();
             match slot {
                 Some(i) => cells[i] = value(p)?,
+                // Most unnamed values are strings: skipped here without `skip_value`'s call.
+                None if p.expect(b"\"") => p.skip_string_body()?,
                 None => p.skip_value(0)?,
             }
             if p.comma_or_close(b'}')? {
