@@ -166,8 +166,7 @@ impl<'a> Parser<'a> {
 
     /// Steps over `bytes` if the text continues with them exactly.
     pub fn expect(&mut self, bytes: &[u8]) -> bool {
-        let rest = &self.s[self.pos..];
-        let found = rest.len() >= bytes.len() && same_bytes(&rest[..bytes.len()], bytes);
+        let found = self.s.get(self.pos..self.pos + bytes.len()).is_some_and(|head| same_bytes(head, bytes));
         if found {
             self.pos += bytes.len();
         }
