@@ -205,6 +205,9 @@ impl<'a> Parser<'a> {
 
     /// A string starting at the opening quote; borrowed unless it has escapes.
     pub fn string(&mut self) -> Result<Cow<'a, str>, String> {
+        if self.peek() != Some(b'"') {
+            return Err(self.error("expected a string"));
+        }
         self.pos += 1;
         let start = self.pos;
         loop {
@@ -214,7 +217,8 @@ impl<'a> Parser<'a> {
             };
             match b {
                 b'"' => {
-                    let out = Cow::Borrowed(&self.text[start..self.pos]);
+                    // SAFETY: both ends are next to an ASCII quote, so on char boundaries.
+                    let out = Cow::Borrowed(unsafe { self.text.get_unchecked(start..self.pos) });
                     self.pos += 1;
                     return Ok(out);
                 }
