@@ -457,7 +457,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Like `string`, without building anything.
-    fn skip_string(&mut self) -> Result<(), String> {
+    pub fn skip_string(&mut self) -> Result<(), String> {
         self.pos += 1;
         self.skip_string_body()
     }

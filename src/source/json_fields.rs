@@ -104,7 +104,7 @@ impl<'n> FieldPicker<'n> {
             match slot {
                 Some(i) => cells[i] = value(p)?,
                 // Most unnamed values are strings: skipped here without `skip_value`'s call.
-                None if p.expect(b"\"") => p.skip_string_body()?,
+                None if p.peek() == Some(b'"') => p.skip_string()?,
                 None => p.skip_value(0)?,
             }
             if p.comma_or_close(b'}')? {
