@@ -1,19 +1,19 @@
 //! Writing a manifest in one pass: the header comes first but is known last, so its widest
 //! form is reserved, the entries stream after it, and the sealed header fills the space.
 
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 
 use anyhow::{Context, Result};
 
 use super::hasher::Hasher;
 use super::{manifest_digest, Decision, DecisionCounts, Header};
-use crate::storage::{Output, WriteBehind};
+use crate::storage::{DiskWriter, Output};
 
 /// A manifest being written to its output (a temporary file until it is finished).
 pub struct ManifestWriter<'o> {
     output: Output<'o>,
     name: String,
-    out: BufWriter<std::fs::File>,
+    out: DiskWriter,
     header: Header,
     reserved: usize,
     /// The entries' hash, taken from the lines after they are written; each batch is handed
@@ -21,9 +21,6 @@ pub struct ManifestWriter<'o> {
     hasher: Hasher<Vec<u8>>,
     count: u64,
     counts: DecisionCounts,
-    /// Bytes written so far, and how many of them are on their way to disk.
-    written: u64,
-    write_behind: WriteBehind,
 }
 
 impl<'o> ManifestWriter<'o> {
@@ -41,10 +38,10 @@ impl<'o> ManifestWriter<'o> {
             ..header
         };
         let reserved = serde_json::to_vec(&widest)?.len();
-        let mut out = BufWriter::with_capacity(1 << 20, output.file().try_clone().with_context(|| format!("{name}: cannot write"))?);
+        let mut out = DiskWriter::new(output.file()).with_context(|| format!("{name}: cannot write"))?;
         out.write_all(&vec![b' '; reserved])?;
         out.write_all(b"\n")?;
-        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, hasher: Hasher::start(0), count: 0, counts: DecisionCounts::default(), written: reserved as u64 + 1, write_behind: WriteBehind::default() })
+        Ok(ManifestWriter { output, name: name.to_string(), out, header: widest, reserved, hasher: Hasher::start(0), count: 0, counts: DecisionCounts::default() })
     }
 
     /// Appends one entry line (with its newline), in manifest order.
@@ -60,8 +57,6 @@ impl<'o> ManifestWriter<'o> {
         self.count += entries;
         self.counts.add_counts(counts);
         self.out.write_all(&lines).with_context(|| format!("{}: cannot write", self.name))?;
-        self.written += lines.len() as u64;
-        self.write_behind.written(self.out.get_ref(), self.written);
         Ok(self.hasher.hash(lines))
     }
 
@@ -80,9 +75,8 @@ impl<'o> ManifestWriter<'o> {
         header.manifest_sha256 = manifest_digest(&fields);
         let mut line = serde_json::to_vec(&header)?;
         line.resize(self.reserved, b' ');
-        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(&line).with_context(|| format!("{}: cannot write", self.name))?;
+        let file = self.out.finish().with_context(|| format!("{}: cannot write", self.name))?;
+        file.write_all_at(&line, 0).with_context(|| format!("{}: cannot write", self.name))?;
         self.output.commit()?;
         Ok(header)
     }

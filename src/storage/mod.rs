@@ -1,12 +1,12 @@
 //! Where bytes live: local files, stdin/stdout (`-`) and S3 objects (`s3://bucket/key`), behind
 //! one location type parsed once. Listing, reading and atomic writing happen here, nowhere else.
 
+mod disk_writer;
 mod file;
 mod s3;
-mod write_behind;
 
+pub use disk_writer::DiskWriter;
 pub use file::map_file;
-pub use write_behind::WriteBehind;
 
 use std::fmt;
 use std::fs::File;
