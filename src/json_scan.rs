@@ -76,27 +76,50 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// Whether `text` holds a byte JSON must escape in a string (`"`, `\\`, a control character).
 pub fn needs_escape(text: &[u8]) -> bool {
+    needs_escape_with(text, Kernel::detected())
+}
+
+/// `needs_escape` with the given kernel (one that runs here). Most strings written are short
+/// names and ids: they are checked in a few words, the last one overlapping, with no byte loop.
+pub fn needs_escape_with(text: &[u8], kernel: Kernel) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if Kernel::detected() == Kernel::Avx2 {
+    if kernel == Kernel::Avx2 && text.len() >= 32 {
         // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
-        let (pos, found) = unsafe { avx2::string_stop(text, 0) };
-        return found || string_stop_portable(text, pos) < text.len();
+        return unsafe { avx2::any_escape(text) };
     }
-    string_stop_portable(text, 0) < text.len()
+    let _ = kernel;
+    let word = |at: usize| u64::from_le_bytes(text[at..at + 8].try_into().expect("8 bytes"));
+    if text.len() < 8 {
+        let mut padded = [b'a'; 8];
+        padded[..text.len()].copy_from_slice(text);
+        return escape_flags(u64::from_le_bytes(padded)) != 0;
+    }
+    let mut pos = 0;
+    while pos + 8 < text.len() {
+        if escape_flags(word(pos)) != 0 {
+            return true;
+        }
+        pos += 8;
+    }
+    escape_flags(word(text.len() - 8)) != 0
+}
+
+/// The high bit of each byte of `v` that is `"`, `\\` or below 0x20 is set, and of some bytes
+/// above the lowest such one (a borrow runs on): zero exactly when none is, and the lowest set
+/// flag is exact.
+fn escape_flags(v: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let quote = v ^ (ONES * u64::from(b'"'));
+    let slash = v ^ (ONES * u64::from(b'\\'));
+    (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | v.wrapping_sub(ONES * 0x20) & !v) & HIGH
 }
 
 /// From `pos`, the first byte that is `"`, `\\` or below 0x20 (or the end), eight bytes at a
 /// time.
 fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     while pos + 8 <= s.len() {
-        let v = u64::from_le_bytes(s[pos..pos + 8].try_into().expect("8 bytes"));
-        let quote = v ^ (ONES * u64::from(b'"'));
-        let slash = v ^ (ONES * u64::from(b'\\'));
-        // A byte is flagged when it is zero (after the xor) or below 0x20; the lowest flag is
-        // exact, which is all we use.
-        let hits = (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | v.wrapping_sub(ONES * 0x20) & !v) & HIGH;
+        let hits = escape_flags(u64::from_le_bytes(s[pos..pos + 8].try_into().expect("8 bytes")));
         if hits != 0 {
             return pos + (hits.trailing_zeros() / 8) as usize;
         }
@@ -138,6 +161,35 @@ mod avx2 {
             pos += 32;
         }
         (pos, false)
+    }
+
+    /// Whether `s` (at least 32 bytes) holds a byte JSON escapes: 32 bytes at a time, the last
+    /// block overlapping.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn any_escape(s: &[u8]) -> bool {
+        debug_assert!(s.len() >= 32);
+        let quote = _mm256_set1_epi8(b'"' as i8);
+        let slash = _mm256_set1_epi8(b'\\' as i8);
+        let control = _mm256_set1_epi8(0x1f);
+        let last = s.len() - 32;
+        let mut at = 0;
+        loop {
+            // SAFETY: `at <= last`, so the 32 bytes from `at` are inside `s`; loadu takes any
+            // alignment.
+            let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(at).cast()) };
+            let below = _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control);
+            let hits = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, slash)), below);
+            if _mm256_movemask_epi8(hits) != 0 {
+                return true;
+            }
+            if at == last {
+                return false;
+            }
+            at = (at + 32).min(last);
+        }
     }
 }
 
@@ -518,6 +570,13 @@ mod tests {
                     _ => [b'a', b' ', 0x20, 0x7f, 0x80, 0xc3, 0xff, b'!', b'#', b'['][(random() % 10) as usize],
                 })
                 .collect();
+            for kernel in Kernel::available() {
+                // Every suffix, so every length and every place of the first stop byte.
+                for start in 0..=len {
+                    let want = text[start..].iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20);
+                    assert_eq!(needs_escape_with(&text[start..], kernel), want, "{kernel:?}, {:?}", &text[start..]);
+                }
+            }
             for start in 0..=len {
                 let want = (start..len).find(|&i| text[i] == b'"' || text[i] == b'\\' || text[i] < 0x20).unwrap_or(len);
                 assert_eq!(string_stop_portable(&text, start), want, "portable, from {start} in {text:?}");
