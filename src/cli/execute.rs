@@ -128,7 +128,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     check_flags(&args).map_err(|e| UsageError(format!("{e:#}")))?;
     let storage = Storage::new();
-    let mut manifest = Manifest::open_verified(&args.manifest.to_string(), storage.open(&args.manifest)?, args.expect_digest.as_deref())?;
+    let mut manifest = Manifest::open_verified(&args.manifest.to_string(), storage.open_sequential(&args.manifest)?, args.expect_digest.as_deref())?;
     let (report, stopped) = if args.dry_run {
         (execute::dry_run(&mut manifest, &args.ledger).map_err(|e| hide_secret(e, &args.ledger))?, None)
     } else {

@@ -31,7 +31,7 @@ pub enum SummaryFormat {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let storage = Storage::new();
-    let (header, counts) = Manifest::summarize(&args.manifest.to_string(), storage.open(&args.manifest)?)?;
+    let (header, counts) = Manifest::summarize(&args.manifest.to_string(), storage.open_sequential(&args.manifest)?)?;
     let mut review = Review::default();
     for (signature, counts) in counts {
         review.add_counts(signature, &counts);

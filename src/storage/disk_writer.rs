@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Direct writes start at, and are sized in, multiples of this (every device's block divides it).
-const ALIGN: usize = 4096;
+pub(super) const ALIGN: usize = 4096;
 
 /// Buffers of bytes on their way to disk, and the threads writing them side by side: two writes
 /// in flight keep a disk busier than one.
@@ -22,27 +22,27 @@ const WRITERS: usize = 2;
 struct Block([u8; ALIGN]);
 
 /// An aligned buffer, filled from the front.
-struct Buffer {
+pub(super) struct Buffer {
     blocks: Vec<Block>,
-    len: usize,
+    pub(super) len: usize,
 }
 
 impl Buffer {
-    fn new(bytes: usize) -> Buffer {
+    pub(super) fn new(bytes: usize) -> Buffer {
         Buffer { blocks: vec![Block([0; ALIGN]); bytes / ALIGN], len: 0 }
     }
 
-    fn capacity(&self) -> usize {
+    pub(super) fn capacity(&self) -> usize {
         self.blocks.len() * ALIGN
     }
 
-    fn bytes_mut(&mut self) -> &mut [u8] {
+    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: `Block` is a plain byte array (repr(C), no padding), so the blocks are
         // `capacity()` initialised bytes in a row.
         unsafe { std::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast::<u8>(), self.capacity()) }
     }
 
-    fn filled(&self) -> &[u8] {
+    pub(super) fn filled(&self) -> &[u8] {
         // SAFETY: as in `bytes_mut`; `len <= capacity()`.
         unsafe { std::slice::from_raw_parts(self.blocks.as_ptr().cast::<u8>(), self.len) }
     }
@@ -168,7 +168,7 @@ fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
 }
 
 #[cfg(target_os = "linux")]
-fn set_direct(file: &File, on: bool) {
+pub(super) fn set_direct(file: &File, on: bool) {
     use std::os::fd::AsRawFd;
     // SAFETY: fcntl on an open descriptor reads and writes none of our memory. A file system
     // without direct writes refuses the flag, and the file stays buffered.
@@ -182,7 +182,7 @@ fn set_direct(file: &File, on: bool) {
 }
 
 #[cfg(target_os = "linux")]
-fn is_direct(file: &File) -> bool {
+pub(super) fn is_direct(file: &File) -> bool {
     use std::os::fd::AsRawFd;
     // SAFETY: as in `set_direct`.
     let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
@@ -200,10 +200,10 @@ fn start_writing(file: &File, offset: u64, len: u64) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set_direct(_file: &File, _on: bool) {}
+pub(super) fn set_direct(_file: &File, _on: bool) {}
 
 #[cfg(not(target_os = "linux"))]
-fn is_direct(_file: &File) -> bool {
+pub(super) fn is_direct(_file: &File) -> bool {
     false
 }
 

@@ -1,6 +1,7 @@
 //! Where bytes live: local files, stdin/stdout (`-`) and S3 objects (`s3://bucket/key`), behind
 //! one location type parsed once. Listing, reading and atomic writing happen here, nowhere else.
 
+mod disk_reader;
 mod disk_writer;
 mod file;
 mod s3;
@@ -125,6 +126,22 @@ impl Storage {
             }
             Location::File(p) => Ok(Box::new(File::open(p).with_context(|| format!("{}: cannot open", p.display()))?)),
             Location::S3 { bucket, key } => self.s3.open(bucket, key),
+        }
+    }
+
+    /// Opens a large object to be read once, front to back (a manifest): a local file is read
+    /// straight from the disk (`DiskReader`), past the page cache.
+    pub fn open_sequential(&self, location: &Location) -> Result<Box<dyn Read + Send>> {
+        match location {
+            Location::File(p) => {
+                let file = File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
+                let is_file = file.metadata().is_ok_and(|m| m.is_file());
+                match is_file {
+                    true => Ok(Box::new(disk_reader::DiskReader::new(&file).with_context(|| format!("{}: cannot read", p.display()))?)),
+                    false => Ok(Box::new(file)),
+                }
+            }
+            other => self.open(other),
         }
     }
 
