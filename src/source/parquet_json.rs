@@ -3,7 +3,8 @@
 
 use anyhow::Result;
 use polars::prelude::{
-    BooleanChunked, ChunkApply, DataFrame, DataType, Float64Chunked, Int32Chunked, Int64Chunked, Series, StringChunked, TimeUnit, UInt64Chunked,
+    ArrowDataType, BooleanChunked, ChunkApply, DataFrame, DataType, Float64Chunked, Int32Chunked, Int64Chunked, PolarsDataType, Series, StringChunked, StringType,
+    TimeUnit, UInt64Chunked,
 };
 
 use crate::timestamp;
@@ -17,7 +18,8 @@ pub(super) struct RowWriter {
 
 /// A column in the shape its JSON is written from.
 enum Values {
-    Str(StringChunked),
+    /// Text as its one arrow array: a value is read from its view without finding its chunk.
+    Str(StrArray),
     Int(Int64Chunked),
     UInt(UInt64Chunked),
     Float(Float64Chunked),
@@ -29,6 +31,13 @@ enum Values {
     Other(Series),
 }
 
+type StrArray = <StringType as PolarsDataType>::Array;
+
+/// A text column as one arrow array.
+fn text_array(ca: &StringChunked) -> StrArray {
+    ca.rechunk().downcast_iter().next().cloned().unwrap_or_else(|| StrArray::new_empty(ArrowDataType::Utf8View))
+}
+
 impl RowWriter {
     pub(super) fn new(df: &DataFrame) -> Result<RowWriter> {
         let columns = df
@@ -37,8 +46,8 @@ impl RowWriter {
             .map(|c| {
                 let s = c.as_materialized_series();
                 let values = match s.dtype() {
-                    DataType::String => Values::Str(s.str()?.rechunk().into_owned()),
-                    DataType::Categorical(..) | DataType::Enum(..) => Values::Str(s.cast(&DataType::String)?.str()?.rechunk().into_owned()),
+                    DataType::String => Values::Str(text_array(s.str()?)),
+                    DataType::Categorical(..) | DataType::Enum(..) => Values::Str(text_array(s.cast(&DataType::String)?.str()?)),
                     DataType::UInt64 => Values::UInt(s.u64()?.rechunk().into_owned()),
                     dt if dt.is_integer() => Values::Int(s.cast(&DataType::Int64)?.i64()?.rechunk().into_owned()),
                     // An f32 is written as the double it widens to, as `to_json` does.
