@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use super::disk_writer::{set_direct, Buffer, ALIGN};
+use super::direct_io::{is_direct, set_direct, Buffer, ALIGN};
 
 /// Buffers read ahead of the one being handed out.
 const AHEAD: usize = 3;
@@ -111,10 +111,10 @@ fn fill(file: &File, bytes: &mut [u8], offset: u64) -> io::Result<usize> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // Direct reads refused (or a short one left the rest unaligned): the page cache
             // serves the rest.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && super::disk_writer::is_direct(file) => set_direct(file, false),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && is_direct(file) => set_direct(file, false),
             Err(e) => return Err(e),
         }
-        if n % ALIGN != 0 && super::disk_writer::is_direct(file) && n < bytes.len() {
+        if n % ALIGN != 0 && is_direct(file) && n < bytes.len() {
             set_direct(file, false);
         }
     }

@@ -8,45 +8,12 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// Direct writes start at, and are sized in, multiples of this (every device's block divides it).
-pub(super) const ALIGN: usize = 4096;
+use super::direct_io::{is_direct, set_direct, Buffer, ALIGN};
 
 /// Buffers of bytes on their way to disk, and the threads writing them side by side: two writes
 /// in flight keep a disk busier than one.
 const BUFFERS: usize = 4;
 const WRITERS: usize = 2;
-
-/// One aligned block of a buffer.
-#[repr(C, align(4096))]
-#[derive(Clone, Copy)]
-struct Block([u8; ALIGN]);
-
-/// An aligned buffer, filled from the front.
-pub(super) struct Buffer {
-    blocks: Vec<Block>,
-    pub(super) len: usize,
-}
-
-impl Buffer {
-    pub(super) fn new(bytes: usize) -> Buffer {
-        Buffer { blocks: vec![Block([0; ALIGN]); bytes / ALIGN], len: 0 }
-    }
-
-    pub(super) fn capacity(&self) -> usize {
-        self.blocks.len() * ALIGN
-    }
-
-    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `Block` is a plain byte array (repr(C), no padding), so the blocks are
-        // `capacity()` initialised bytes in a row.
-        unsafe { std::slice::from_raw_parts_mut(self.blocks.as_mut_ptr().cast::<u8>(), self.capacity()) }
-    }
-
-    pub(super) fn filled(&self) -> &[u8] {
-        // SAFETY: as in `bytes_mut`; `len <= capacity()`.
-        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr().cast::<u8>(), self.len) }
-    }
-}
 
 /// A file being written from offset 0 to its end through aligned buffers: whole buffers go to
 /// disk directly on threads of their own while the next fills, and the last partial one through
@@ -168,28 +135,6 @@ fn write_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
 }
 
 #[cfg(target_os = "linux")]
-pub(super) fn set_direct(file: &File, on: bool) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: fcntl on an open descriptor reads and writes none of our memory. A file system
-    // without direct writes refuses the flag, and the file stays buffered.
-    unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        if flags >= 0 {
-            let flags = if on { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
-            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags);
-        }
-    }
-}
-
-#[cfg(target_os = "linux")]
-pub(super) fn is_direct(file: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: as in `set_direct`.
-    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_DIRECT != 0
-}
-
-#[cfg(target_os = "linux")]
 fn start_writing(file: &File, offset: u64, len: u64) {
     use std::os::fd::AsRawFd;
     // SAFETY: a system call on an open descriptor; it reads and writes none of our memory.
@@ -197,14 +142,6 @@ fn start_writing(file: &File, offset: u64, len: u64) {
     unsafe {
         libc::sync_file_range(file.as_raw_fd(), offset as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE);
     }
-}
-
-#[cfg(not(target_os = "linux"))]
-pub(super) fn set_direct(_file: &File, _on: bool) {}
-
-#[cfg(not(target_os = "linux"))]
-pub(super) fn is_direct(_file: &File) -> bool {
-    false
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -1,6 +1,7 @@
 //! Where bytes live: local files, stdin/stdout (`-`) and S3 objects (`s3://bucket/key`), behind
 //! one location type parsed once. Listing, reading and atomic writing happen here, nowhere else.
 
+mod direct_io;
 mod disk_reader;
 mod disk_writer;
 mod file;
@@ -135,10 +136,10 @@ impl Storage {
         match location {
             Location::File(p) => {
                 let file = File::open(p).with_context(|| format!("{}: cannot open", p.display()))?;
-                let is_file = file.metadata().is_ok_and(|m| m.is_file());
-                match is_file {
-                    true => Ok(Box::new(disk_reader::DiskReader::new(&file).with_context(|| format!("{}: cannot read", p.display()))?)),
-                    false => Ok(Box::new(file)),
+                if file.metadata().is_ok_and(|m| m.is_file()) {
+                    Ok(Box::new(disk_reader::DiskReader::new(&file).with_context(|| format!("{}: cannot read", p.display()))?))
+                } else {
+                    Ok(Box::new(file))
                 }
             }
             other => self.open(other),
