@@ -321,7 +321,7 @@ impl Column {
     }
 }
 
-type StrArray = <StringType as PolarsDataType>::Array;
+pub(super) type StrArray = <StringType as PolarsDataType>::Array;
 type I64Array = <Int64Type as PolarsDataType>::Array;
 
 /// The common case read straight from the arrays: string id and signature columns, a string

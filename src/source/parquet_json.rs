@@ -3,10 +3,10 @@
 
 use anyhow::Result;
 use polars::prelude::{
-    ArrowDataType, BooleanChunked, ChunkApply, DataFrame, DataType, Float64Chunked, Int32Chunked, Int64Chunked, PolarsDataType, Series, StringChunked, StringType,
-    TimeUnit, UInt64Chunked,
+    ArrowDataType, BooleanChunked, ChunkApply, DataFrame, DataType, Float64Chunked, Int32Chunked, Int64Chunked, Series, StringChunked, TimeUnit, UInt64Chunked,
 };
 
+use super::parquet::StrArray;
 use crate::timestamp;
 use crate::values::{to_json, write_json_string};
 
@@ -30,8 +30,6 @@ enum Values {
     /// Anything else, through `to_json`.
     Other(Series),
 }
-
-type StrArray = <StringType as PolarsDataType>::Array;
 
 /// A text column as one arrow array.
 fn text_array(ca: &StringChunked) -> StrArray {
