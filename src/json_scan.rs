@@ -138,6 +138,23 @@ fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
 mod avx2 {
     use std::arch::x86_64::*;
 
+    /// One bit per byte of the 32 from `at`: set where the byte is `"`, `\\` or below 0x20.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, and `at + 32 <= s.len()`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn stops(s: &[u8], at: usize) -> u32 {
+        // SAFETY: the caller keeps the 32 bytes inside `s`; loadu takes any alignment.
+        let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(at).cast()) };
+        let control = _mm256_set1_epi8(0x1f);
+        // max(v, 0x1f) == 0x1f exactly when v <= 0x1f, unsigned.
+        let below = _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control);
+        let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
+        let slash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+        _mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(quote, slash), below)) as u32
+    }
+
     /// From `pos`, 32 bytes at a time: the first byte that is `"`, `\\` or below 0x20 and
     /// true, or where fewer than 32 bytes are left and false.
     ///
@@ -145,16 +162,9 @@ mod avx2 {
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
     pub unsafe fn string_stop(s: &[u8], mut pos: usize) -> (usize, bool) {
-        let quote = _mm256_set1_epi8(b'"' as i8);
-        let slash = _mm256_set1_epi8(b'\\' as i8);
-        let control = _mm256_set1_epi8(0x1f);
         while pos + 32 <= s.len() {
-            // SAFETY: the 32 bytes from `pos` are inside `s`; loadu takes any alignment.
-            let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(pos).cast()) };
-            // max(v, 0x1f) == 0x1f exactly when v <= 0x1f, unsigned.
-            let below = _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control);
-            let hits = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, slash)), below);
-            let mask = _mm256_movemask_epi8(hits) as u32;
+            // SAFETY: the 32 bytes from `pos` are inside `s`.
+            let mask = unsafe { stops(s, pos) };
             if mask != 0 {
                 return (pos + mask.trailing_zeros() as usize, true);
             }
@@ -171,18 +181,11 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     pub unsafe fn any_escape(s: &[u8]) -> bool {
         debug_assert!(s.len() >= 32);
-        let quote = _mm256_set1_epi8(b'"' as i8);
-        let slash = _mm256_set1_epi8(b'\\' as i8);
-        let control = _mm256_set1_epi8(0x1f);
         let last = s.len() - 32;
         let mut at = 0;
         loop {
-            // SAFETY: `at <= last`, so the 32 bytes from `at` are inside `s`; loadu takes any
-            // alignment.
-            let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(at).cast()) };
-            let below = _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control);
-            let hits = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, slash)), below);
-            if _mm256_movemask_epi8(hits) != 0 {
+            // SAFETY: `at <= last`, so the 32 bytes from `at` are inside `s`.
+            if unsafe { stops(s, at) } != 0 {
                 return true;
             }
             if at == last {
