@@ -161,6 +161,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
+    #[inline]
     pub unsafe fn string_stop(s: &[u8], mut pos: usize) -> (usize, bool) {
         while pos + 32 <= s.len() {
             // SAFETY: the 32 bytes from `pos` are inside `s`.
@@ -209,6 +210,16 @@ impl<'a> Parser<'a> {
         Parser { s: text.as_bytes(), text, pos: 0, kernel }
     }
 
+    /// Back to the start of the text.
+    pub fn rewind(&mut self) {
+        self.pos = 0;
+    }
+
+    /// The whole text, as bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.s
+    }
+
     /// Where the parser stands, in bytes from the start.
     pub fn pos(&self) -> usize {
         self.pos
@@ -220,6 +231,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Steps over `bytes` if the text continues with them exactly.
+    #[inline]
     pub fn expect(&mut self, bytes: &[u8]) -> bool {
         let found = self.s.get(self.pos..self.pos + bytes.len()).is_some_and(|head| same_bytes(head, bytes));
         if found {
@@ -240,7 +252,7 @@ impl<'a> Parser<'a> {
 
     /// Moves `pos` to the next byte that ends or escapes a string (`"`, `\\`) or may not appear
     /// in one (a control character): 32 bytes at a time with AVX2, else eight.
-    #[inline]
+    #[inline(always)]
     fn scan_string_body(&mut self) {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx2 {
@@ -258,12 +270,39 @@ impl<'a> Parser<'a> {
         format!("invalid JSON: {what} at column {}", self.pos + 1)
     }
 
+    /// The kernel this parser scans strings with.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// The rest of a string whose opening quote is behind, if nothing in it is escaped: the
+    /// parser moves past its closing quote. None, with the parser where it was, at a
+    /// backslash, a control character or the end: `string_body` then reads or refuses it.
+    #[inline(always)]
+    pub fn plain_string(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        self.scan_string_body();
+        if self.s.get(self.pos) == Some(&b'"') {
+            // SAFETY: both ends are next to an ASCII quote, so on char boundaries.
+            let text = unsafe { self.text.get_unchecked(start..self.pos) };
+            self.pos += 1;
+            return Some(text);
+        }
+        self.pos = start;
+        None
+    }
+
     /// A string starting at the opening quote; borrowed unless it has escapes.
     pub fn string(&mut self) -> Result<Cow<'a, str>, String> {
         if self.peek() != Some(b'"') {
             return Err(self.error("expected a string"));
         }
         self.pos += 1;
+        self.string_body()
+    }
+
+    /// The rest of a string whose opening quote is behind; borrowed unless it has escapes.
+    pub fn string_body(&mut self) -> Result<Cow<'a, str>, String> {
         let start = self.pos;
         loop {
             self.scan_string_body();

@@ -59,7 +59,6 @@ pub(super) fn decode<'b>(rows: &Rows, bytes: &'b [u8], mut accept: impl FnMut(Fu
     let mut tally = PieceTally::default();
     let mut picker = FieldPicker::new(names);
     tally.lines = for_each_line(bytes, |line_no, line| {
-        cells.iter_mut().for_each(|c| *c = Cell::Missing);
         match parse_line(line, &mut picker, &mut cells) {
             Ok(text) => {
                 rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim()) }))

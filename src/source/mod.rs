@@ -4,6 +4,7 @@
 //! order) and `table` (query's raw records).
 
 pub mod json_fields;
+mod json_shape;
 mod jsonl;
 pub mod layout;
 mod parquet;
