@@ -65,6 +65,8 @@ pub struct RowFacts<'a> {
 struct Slot {
     column: usize,
     normalizer: Normalizer,
+    /// The normaliser runs on every row, not once per distinct value after grouping.
+    per_row: bool,
     required: bool,
     field_type: FieldType,
     /// Columns of the error type and message, for a category normaliser.
@@ -112,6 +114,7 @@ impl Layout {
                     _ => None,
                 },
                 normalizer: s.normalizer.clone(),
+                per_row: s.normalizer.is_per_row(),
                 required: s.required,
                 field_type: s.field_type,
             })
@@ -132,38 +135,19 @@ impl Layout {
     pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
         key.clear();
         for slot in &self.slots {
-            let cell = &cells[slot.column];
-            let name = &self.columns[slot.column];
-            match &slot.normalizer {
-                Normalizer::Category { .. } => {
-                    let given = text_of(cell, slot.field_type, name)?.filter(|t| !t.trim().is_empty());
-                    let value = match given {
-                        Some(t) => t.trim().to_lowercase(),
-                        None => {
-                            let (ty, msg) = slot.aux.expect("category slot has aux columns");
-                            let ty = cells[ty].as_text().unwrap_or_default();
-                            let msg = cells[msg].as_text().unwrap_or_default();
-                            self.classifier.classify(&ty, &msg).to_string()
-                        }
-                    };
-                    push_part(key, &value);
-                }
-                normalizer => {
-                    let text = match text_of(cell, slot.field_type, name)? {
-                        Some(text) => text,
-                        None if !slot.required => Cow::Borrowed(""),
-                        None => return Err(absent(name, cell)),
-                    };
-                    if normalizer.is_per_row() {
-                        push_part(key, &normalizer.apply(&text));
-                    } else {
-                        push_part(key, &text);
-                    }
-                }
+            match &cells[slot.column] {
+                // Most rows: a string kept as it is until grouping.
+                Cell::Str(text) if !slot.per_row => push_part(key, text),
+                _ => self.signature_part(slot, cells, key)?,
             }
         }
-        let id_name = &self.columns[self.id];
-        let id = text_of(&cells[self.id], self.id_type, id_name)?.ok_or_else(|| absent(id_name, &cells[self.id]))?;
+        let id = match &cells[self.id] {
+            Cell::Str(text) => Cow::Borrowed(text.as_ref()),
+            other => {
+                let id_name = &self.columns[self.id];
+                text_of(other, self.id_type, id_name)?.ok_or_else(|| absent(id_name, other))?
+            }
+        };
         let time_name = &self.columns[self.time];
         let time = match &cells[self.time] {
             Cell::Time(v) => *v,
@@ -193,6 +177,41 @@ impl Layout {
             },
         };
         Ok(RowFacts { id, time, attempts })
+    }
+
+    /// One signature part of a row that is not a string kept as it is: normalised now, taken
+    /// from a number, or why the row is rejected.
+    fn signature_part(&self, slot: &Slot, cells: &[Cell], key: &mut Vec<u8>) -> Result<(), String> {
+        let cell = &cells[slot.column];
+        let name = &self.columns[slot.column];
+        match &slot.normalizer {
+            Normalizer::Category { .. } => {
+                let given = text_of(cell, slot.field_type, name)?.filter(|t| !t.trim().is_empty());
+                let value = match given {
+                    Some(t) => t.trim().to_lowercase(),
+                    None => {
+                        let (ty, msg) = slot.aux.expect("category slot has aux columns");
+                        let ty = cells[ty].as_text().unwrap_or_default();
+                        let msg = cells[msg].as_text().unwrap_or_default();
+                        self.classifier.classify(&ty, &msg).to_string()
+                    }
+                };
+                push_part(key, &value);
+            }
+            normalizer => {
+                let text = match text_of(cell, slot.field_type, name)? {
+                    Some(text) => text,
+                    None if !slot.required => Cow::Borrowed(""),
+                    None => return Err(absent(name, cell)),
+                };
+                if slot.per_row {
+                    push_part(key, &normalizer.apply(&text));
+                } else {
+                    push_part(key, &text);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Where the fields of a row are when every signature field is normalised after grouping:
