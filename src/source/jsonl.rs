@@ -61,7 +61,7 @@ pub(super) fn decode<'b>(rows: &Rows, bytes: &'b [u8], mut accept: impl FnMut(Fu
     tally.lines = for_each_line(bytes, |line_no, line| {
         match parse_line(line, &mut picker, &mut cells) {
             Ok(text) => {
-                rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim()) }))
+                rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) }))
             }
             Err(reason) => tally.reject(line_no, reason),
         }
