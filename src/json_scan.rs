@@ -104,6 +104,12 @@ pub fn needs_escape_with(text: &[u8], kernel: Kernel) -> bool {
     escape_flags(word(text.len() - 8)) != 0
 }
 
+/// Whether any of the eight bytes of `word` is one JSON escapes in a string.
+#[inline]
+pub fn word_needs_escape(word: u64) -> bool {
+    escape_flags(word) != 0
+}
+
 /// The high bit of each byte of `v` that is `"`, `\\` or below 0x20 is set, and of some bytes
 /// above the lowest such one (a borrow runs on): zero exactly when none is, and the lowest set
 /// flag is exact.

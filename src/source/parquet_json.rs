@@ -7,8 +7,9 @@ use polars::prelude::{
 };
 
 use super::parquet::StrArray;
+use crate::json_scan::{needs_escape, word_needs_escape};
 use crate::timestamp;
-use crate::values::{to_json, write_json_string};
+use crate::values::{push_bytes, to_json, write_json_string};
 
 /// Writes the rows of one frame as JSON objects, columns in frame order.
 pub(super) struct RowWriter {
@@ -19,7 +20,8 @@ pub(super) struct RowWriter {
 /// A column in the shape its JSON is written from.
 enum Values {
     /// Text as its one arrow array: a value is read from its view without finding its chunk.
-    Str(StrArray),
+    /// True when no value needs escaping: each is then copied between quotes unchecked.
+    Str(StrArray, bool),
     Int(Int64Chunked),
     UInt(UInt64Chunked),
     Float(Float64Chunked),
@@ -36,6 +38,38 @@ fn text_array(ca: &StringChunked) -> StrArray {
     ca.rechunk().downcast_iter().next().cloned().unwrap_or_else(|| StrArray::new_empty(ArrowDataType::Utf8View))
 }
 
+/// A text column, checked at once for text that needs escaping: the span of each buffer its
+/// values use in one run, and each value short enough to live in its view in a word or two,
+/// rather than value by value as they are written. (A frame's arrays share their row group's
+/// buffers, so only the spans its views reach are checked.) Bytes between values are checked
+/// too; like a view that points nowhere, they can only cost the shortcut.
+fn text_values(array: StrArray) -> Values {
+    let buffers = array.data_buffers();
+    let mut spans = vec![(usize::MAX, 0); buffers.len()];
+    let mut clean = true;
+    for view in array.views().iter() {
+        let (start, len) = (view.offset as usize, view.length as usize);
+        if view.is_inline() {
+            clean &= !inline_needs_escape(view.as_u128(), len);
+        } else if let Some(span) = spans.get_mut(view.buffer_idx as usize) {
+            *span = (span.0.min(start), span.1.max(start + len));
+        } else {
+            clean = false;
+        }
+    }
+    clean = clean
+        && spans.iter().zip(buffers.iter()).all(|(&(start, end), buffer)| start >= end || buffer.get(start..end).is_some_and(|used| !needs_escape(used)));
+    Values::Str(array, clean)
+}
+
+/// Whether the text held in an inline view (its length, then up to 12 bytes) needs escaping.
+fn inline_needs_escape(view: u128, len: usize) -> bool {
+    let keep = (1u128 << (8 * len)) - 1;
+    // Bytes past the text are read as a plain letter.
+    let text = (view >> 32) & keep | (u128::from_le_bytes([b'a'; 16]) & !keep);
+    word_needs_escape(text as u64) || word_needs_escape((text >> 64) as u64)
+}
+
 impl RowWriter {
     pub(super) fn new(df: &DataFrame) -> Result<RowWriter> {
         let columns = df
@@ -44,8 +78,8 @@ impl RowWriter {
             .map(|c| {
                 let s = c.as_materialized_series();
                 let values = match s.dtype() {
-                    DataType::String => Values::Str(text_array(s.str()?)),
-                    DataType::Categorical(..) | DataType::Enum(..) => Values::Str(text_array(s.cast(&DataType::String)?.str()?)),
+                    DataType::String => text_values(text_array(s.str()?)),
+                    DataType::Categorical(..) | DataType::Enum(..) => text_values(text_array(s.cast(&DataType::String)?.str()?)),
                     DataType::UInt64 => Values::UInt(s.u64()?.rechunk().into_owned()),
                     dt if dt.is_integer() => Values::Int(s.cast(&DataType::Int64)?.i64()?.rechunk().into_owned()),
                     // An f32 is written as the double it widens to, as `to_json` does.
@@ -77,9 +111,14 @@ impl RowWriter {
             if n > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(name);
+            push_bytes(out, name);
             match values {
-                Values::Str(ca) => match ca.get(i) {
+                Values::Str(ca, clean) => match ca.get(i) {
+                    Some(v) if *clean => {
+                        out.push(b'"');
+                        push_bytes(out, v.as_bytes());
+                        out.push(b'"');
+                    }
                     Some(v) => write_json_string(out, v),
                     None => out.extend_from_slice(b"null"),
                 },
@@ -128,6 +167,26 @@ mod tests {
             let mut ours = Vec::new();
             writer.write(i, &mut ours).unwrap();
             assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(row).unwrap(), "row {i}");
+        }
+    }
+
+    /// Text columns checked at once: a frame that is a slice of a larger array (sharing its
+    /// buffers) with one value to escape, short or long, in any row, and without one.
+    #[test]
+    fn text_checked_by_column_is_written_as_serde_json_writes_it() {
+        let plain = ["short", "", "twelve bytes", "a value well past the twelve bytes a view holds", "é 😀 past twelve bytes"];
+        let n = 12;
+        for special in ["q\"uote", "tab\tin a value past twelve bytes", "ctl\u{1}", "long, and the last byte is a \\"] {
+            for at in 0..=n {
+                let text: Vec<String> = (0..n).map(|i| if i == at { special.to_string() } else { plain[i % plain.len()].to_string() }).collect();
+                let whole = DataFrame::new(n, vec![Column::new("s".into(), text)]).unwrap();
+                for (offset, len) in [(0, n), (0, n / 2), (n / 2, n - n / 2), (3, 4)] {
+                    let frame = whole.slice(offset as i64, len);
+                    same_as_serde_json(&frame);
+                    let clean = matches!(RowWriter::new(&frame).unwrap().columns[0].1, Values::Str(_, true));
+                    assert_eq!(clean, !(offset..offset + len).contains(&at), "{special:?} at {at}, rows {offset}+{len}");
+                }
+            }
         }
     }
 
