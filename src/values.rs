@@ -63,14 +63,69 @@ pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
         serde_json::to_writer(&mut *out, s).expect("strings serialise");
     } else {
         out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
+        push_bytes(out, s.as_bytes());
         out.push(b'"');
+    }
+}
+
+/// Appends `bytes` to `out`, as `extend_from_slice` does. Most pieces of a written record are
+/// short: from 4 to 32 bytes they are copied in two overlapping moves of a fixed size, not by
+/// a call to `memcpy`.
+#[inline(always)]
+pub fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    let n = bytes.len();
+    if !(4..=32).contains(&n) {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    out.reserve(n);
+    let at = out.len();
+    let (src, width) = (bytes.as_ptr(), if n >= 16 { 16 } else if n >= 8 { 8 } else { 4 });
+    // SAFETY: `reserve` left room for `n` bytes from `at`. Each move copies `width <= n`
+    // bytes that lie inside `bytes` to the same place in that room; the first covers the
+    // start, the second the end, and since `2 * width >= n` they cover all `n` bytes.
+    unsafe {
+        let dst = out.as_mut_ptr().add(at);
+        match width {
+            16 => {
+                std::ptr::copy_nonoverlapping(src, dst, 16);
+                std::ptr::copy_nonoverlapping(src.add(n - 16), dst.add(n - 16), 16);
+            }
+            8 => {
+                std::ptr::copy_nonoverlapping(src, dst, 8);
+                std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
+            }
+            _ => {
+                std::ptr::copy_nonoverlapping(src, dst, 4);
+                std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
+            }
+        }
+        out.set_len(at + n);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every length from 0 to 70 (each width of the short copies, and past them), appended
+    /// to buffers of several lengths and capacities: the same bytes as `extend_from_slice`.
+    #[test]
+    fn pushed_bytes_are_the_bytes_given() {
+        let source: Vec<u8> = (0..70u8).map(|i| i.wrapping_mul(37).wrapping_add(1)).collect();
+        for len in 0..=source.len() {
+            for start in [0, 3, 17] {
+                for capacity in [0, start + len, 256] {
+                    let mut ours = Vec::with_capacity(capacity);
+                    ours.extend(std::iter::repeat_n(0xee, start));
+                    let mut theirs = ours.clone();
+                    push_bytes(&mut ours, &source[..len]);
+                    theirs.extend_from_slice(&source[..len]);
+                    assert_eq!(ours, theirs, "{len} bytes after {start}, capacity {capacity}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn strings_are_written_as_serde_json_writes_them() {

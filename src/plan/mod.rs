@@ -17,6 +17,7 @@ use crate::profile::Profile;
 use crate::signature::Signature;
 use crate::source::layout::Layout;
 use crate::source::{FullRow, Record};
+use crate::values::push_bytes;
 use fix::Fixes;
 use policy::Policy;
 
@@ -210,9 +211,9 @@ fn write_entry(out: &mut Vec<u8>, key: &str, decision: Decision, signature_json:
     out.extend_from_slice(b"{\"key\":");
     crate::values::write_json_string(out, key);
     out.extend_from_slice(b",\"decision\":\"");
-    out.extend_from_slice(decision.name().as_bytes());
+    push_bytes(out, decision.name().as_bytes());
     out.extend_from_slice(b"\",\"signature\":");
-    out.extend_from_slice(signature_json);
+    push_bytes(out, signature_json);
     out.extend_from_slice(b",\"id\":");
     crate::values::write_json_string(out, id);
     out.extend_from_slice(b",\"attempts\":");
