@@ -50,7 +50,8 @@ fn text_values(array: StrArray) -> Values {
     for view in array.views().iter() {
         let (start, len) = (view.offset as usize, view.length as usize);
         if view.is_inline() {
-            clean &= !inline_needs_escape(view.as_u128(), len);
+            // The view's bytes in memory order, whatever the machine's byte order.
+            clean &= !inline_needs_escape(u128::from_le_bytes(view.as_u128().to_ne_bytes()), len);
         } else if let Some(span) = spans.get_mut(view.buffer_idx as usize) {
             *span = (span.0.min(start), span.1.max(start + len));
         } else {
@@ -62,7 +63,8 @@ fn text_values(array: StrArray) -> Values {
     Values::Str(array, clean)
 }
 
-/// Whether the text held in an inline view (its length, then up to 12 bytes) needs escaping.
+/// Whether the text held in an inline view (its bytes read little-endian: the length, then up
+/// to 12 bytes of text) needs escaping.
 fn inline_needs_escape(view: u128, len: usize) -> bool {
     let keep = (1u128 << (8 * len)) - 1;
     // Bytes past the text are read as a plain letter.
