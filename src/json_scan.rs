@@ -289,10 +289,11 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         self.scan_string_body();
         if self.s.get(self.pos) == Some(&b'"') {
-            // SAFETY: both ends are next to an ASCII quote, so on char boundaries.
-            let text = unsafe { self.text.get_unchecked(start..self.pos) };
-            self.pos += 1;
-            return Some(text);
+            // The end is next to an ASCII quote; `get` checks the start as well.
+            if let Some(text) = self.text.get(start..self.pos) {
+                self.pos += 1;
+                return Some(text);
+            }
         }
         self.pos = start;
         None
@@ -317,10 +318,11 @@ impl<'a> Parser<'a> {
             };
             match b {
                 b'"' => {
-                    // SAFETY: both ends are next to an ASCII quote, so on char boundaries.
-                    let out = Cow::Borrowed(unsafe { self.text.get_unchecked(start..self.pos) });
+                    let Some(text) = self.text.get(start..self.pos) else {
+                        return Err(self.error("a string that starts inside a character"));
+                    };
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(Cow::Borrowed(text));
                 }
                 b'\\' => return self.escaped_string(start),
                 0..=0x1f => return Err(self.error("control character in a string")),
