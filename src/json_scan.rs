@@ -4,7 +4,8 @@
 
 use std::borrow::Cow;
 
-const MAX_DEPTH: usize = 128;
+/// serde_json refuses the 128th object or array open at once (its recursion limit).
+const MAX_NESTING: usize = 127;
 
 pub struct Parser<'a> {
     s: &'a [u8],
@@ -516,12 +517,11 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Validates and skips one value (objects and arrays recursively).
+    /// Validates and skips one value (objects and arrays recursively) that `depth` objects
+    /// and arrays enclose.
     pub fn skip_value(&mut self, depth: usize) -> Result<(), String> {
-        if depth > MAX_DEPTH {
-            return Err(self.error("nested too deeply"));
-        }
         match self.peek() {
+            Some(b'{' | b'[') if depth >= MAX_NESTING => return Err(self.error("recursion limit exceeded")),
             Some(b'"') => {
                 self.skip_string()?;
             }

@@ -198,4 +198,17 @@ mod tests {
             assert!(read.is_some(), "{line}");
         }
     }
+
+    /// A record is checked as serde_json checks one it ignores, which sets no nesting limit:
+    /// past the scan's limit, serde_json decides.
+    #[test]
+    fn deeply_nested_records_are_read_as_serde_json_reads_them() {
+        for depth in [1, 126, 127, 128, 300] {
+            let record = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let line = format!(r#"{{"key":"k","decision":"replay","signature":{{}},"id":"i","attempts":0,"max_attempts":1,"record":{record}}}"#);
+            let (read, _) = ours(line.as_bytes());
+            assert_eq!(read, reference(line.as_bytes()), "depth {depth}");
+            assert!(read.is_some(), "depth {depth}");
+        }
+    }
 }

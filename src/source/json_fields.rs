@@ -135,7 +135,7 @@ impl<'n> FieldPicker<'n> {
                 Some(i) => cells[i] = value(p)?,
                 // Most unnamed values are strings: skipped here without `skip_value`'s call.
                 None if p.peek() == Some(b'"') => p.skip_string()?,
-                None => p.skip_value(0)?,
+                None => p.skip_value(1)?,
             }
             shape.value_end(p.pos());
             if p.comma_or_close(b'}')? {
@@ -146,7 +146,7 @@ impl<'n> FieldPicker<'n> {
     }
 }
 
-/// A value as a cell: scalars kept, objects and arrays validated and named.
+/// A member's value as a cell: scalars kept, objects and arrays validated and named.
 pub(super) fn value<'a>(p: &mut Parser<'a>) -> Result<Cell<'a>, String> {
     Ok(match p.peek() {
         Some(b'"') => Cell::Str(p.string()?),
@@ -171,11 +171,11 @@ pub(super) fn value<'a>(p: &mut Parser<'a>) -> Result<Cell<'a>, String> {
             Cell::Null
         }
         Some(b'{') => {
-            p.skip_value(0)?;
+            p.skip_value(1)?;
             Cell::Nested("object")
         }
         Some(b'[') => {
-            p.skip_value(0)?;
+            p.skip_value(1)?;
             Cell::Nested("array")
         }
         None => return Err(p.error("EOF while parsing a value")),
@@ -428,5 +428,25 @@ mod tests {
         assert!(pick_fields("not json", &names, &mut cells).unwrap_err().starts_with("invalid JSON: "));
         assert!(pick_fields("nullx", &names, &mut cells).unwrap_err().starts_with("invalid JSON: "));
         assert!(pick_fields("[1, 2", &names, &mut cells).unwrap_err().starts_with("invalid JSON: "));
+    }
+
+    /// serde_json refuses a line nested past its limit; so must we, or a line it cannot read
+    /// would be counted as valid. Around the limit, as named and unnamed fields, in arrays
+    /// and objects, alone and read by the shape of the line before.
+    #[test]
+    fn nesting_is_limited_where_serde_json_limits_it() {
+        let names = names(&["a", "b", "c"]);
+        let mut shared = FieldPicker::new(&names);
+        for depth in 120..=135 {
+            let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let objects = format!("{}1{}", "{\"k\":".repeat(depth), "}".repeat(depth));
+            let mixed = format!("{}0{}", "[{\"k\":".repeat(depth / 2), "}]".repeat(depth / 2));
+            for nested in [&arrays, &objects, &mixed] {
+                for line in [format!("{{\"z\":{nested}}}"), format!("{{\"a\":{nested},\"b\":1}}"), nested.clone()] {
+                    check(&line);
+                    check_with(&mut shared, &line);
+                }
+            }
+        }
     }
 }

@@ -70,7 +70,7 @@ impl Shape {
                     },
                 },
                 (false, Some(i)) => value(p).map(|v| cells[i] = v),
-                (false, None) => p.skip_value(0),
+                (false, None) => p.skip_value(1),
             };
             if read.is_err() {
                 return false;
