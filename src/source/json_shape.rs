@@ -5,15 +5,17 @@ use std::borrow::Cow;
 
 use super::json_fields::value;
 use super::layout::Cell;
-use crate::json_scan::{Kernel, Parser};
+use crate::json_scan::Parser;
 
 /// A line's layout outside its values: the bytes before each value (whitespace, braces,
 /// commas, the key and its colon, and a string's opening quote), what each value is, and the
 /// bytes after the last one.
 ///
 /// A line that has exactly these bytes around values that parse is valid JSON with the same
-/// keys in the same order, because the line the shape was taken from was: values are
-/// self-delimiting, so each one is checked whole by the parser and the rest is the same text.
+/// keys in the same order, because the line the shape was taken from was: the parser checks
+/// each value whole (a string up to its closing quote; a number or literal as far as it goes,
+/// and the bytes that follow a value in a valid line, whitespace, `,` or `}`, cannot continue
+/// one), and the rest is the same text.
 pub(super) struct Shape {
     steps: Vec<Step>,
     tail: Vec<u8>,
@@ -32,7 +34,7 @@ impl Shape {
     /// when the line has another shape (or is invalid), with cells possibly half filled.
     pub fn read<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if p.kernel() == Kernel::Avx2 {
+        if p.kernel() == crate::json_scan::Kernel::Avx2 {
             // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
             return unsafe { self.read_avx2(p, cells) };
         }
