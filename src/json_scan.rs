@@ -289,12 +289,12 @@ impl<'a> Parser<'a> {
     pub fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.pos;
         self.scan_string_body();
-        if self.s.get(self.pos) == Some(&b'"') {
-            // The end is next to an ASCII quote; `get` checks the start as well.
-            if let Some(text) = self.text.get(start..self.pos) {
-                self.pos += 1;
-                return Some(text);
-            }
+        if self.s.get(self.pos) == Some(&b'"') && self.text.is_char_boundary(start) {
+            // SAFETY: the start was just checked, and the end is at an ASCII quote, so both
+            // are char boundaries within the text.
+            let text = unsafe { self.text.get_unchecked(start..self.pos) };
+            self.pos += 1;
+            return Some(text);
         }
         self.pos = start;
         None
@@ -318,13 +318,14 @@ impl<'a> Parser<'a> {
                 return Err(self.error("EOF while parsing a string"));
             };
             match b {
-                b'"' => {
-                    let Some(text) = self.text.get(start..self.pos) else {
-                        return Err(self.error("a string that starts inside a character"));
-                    };
+                b'"' if self.text.is_char_boundary(start) => {
+                    // SAFETY: the start was just checked, and the end is at an ASCII quote, so
+                    // both are char boundaries within the text.
+                    let text = unsafe { self.text.get_unchecked(start..self.pos) };
                     self.pos += 1;
                     return Ok(Cow::Borrowed(text));
                 }
+                b'"' => return Err(self.error("a string that starts inside a character")),
                 b'\\' => return self.escaped_string(start),
                 0..=0x1f => return Err(self.error("control character in a string")),
                 _ => self.pos += 1,
