@@ -9,6 +9,13 @@ use crate::json_scan::{Kernel, Parser};
 /// fields, few enough that a line of a new shape costs little more than its full parse.
 const SHAPES: usize = 4;
 
+/// After this many lines in a row that no kept shape reads (keys in no stable order, say),
+/// the next `PAUSE` lines are parsed in full without trying or taking down shapes, so such a
+/// dump costs little more than its full parse; then `TRIES_AFTER_PAUSE` lines try again.
+const MISSES_BEFORE_PAUSE: u32 = 64;
+const PAUSE: u32 = 256;
+const TRIES_AFTER_PAUSE: u32 = 4;
+
 /// Parses lines as JSON objects: fields named in `names` are stored in `cells` (same index),
 /// everything else is validated and skipped. Lines must be valid UTF-8 already.
 ///
@@ -20,6 +27,10 @@ pub struct FieldPicker<'n> {
     order: Vec<SeenKey>,
     /// The shapes of the last lines parsed in full, the one that matched last first.
     shapes: Vec<Shape>,
+    /// Lines in a row that no kept shape read.
+    misses: u32,
+    /// Lines still to parse in full without trying shapes.
+    paused: u32,
     kernel: Kernel,
 }
 
@@ -38,24 +49,35 @@ impl<'n> FieldPicker<'n> {
 
     /// A picker whose parser scans strings with `kernel` (one of `Kernel::available()`).
     pub fn with_kernel(names: &'n [String], kernel: Kernel) -> FieldPicker<'n> {
-        FieldPicker { names, order: Vec::new(), shapes: Vec::new(), kernel }
+        FieldPicker { names, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, kernel }
     }
 
     /// Sets `cells` to the named fields of `line` (`Missing` where absent), or says why the
     /// line is not a JSON object. Lines of a shape seen before are read by it.
     pub fn pick<'a>(&mut self, line: &'a str, cells: &mut [Cell<'a>]) -> Result<(), String> {
         let mut p = Parser::with_kernel(line, self.kernel);
+        if self.paused > 0 {
+            self.paused -= 1;
+            cells.iter_mut().for_each(|c| *c = Cell::Missing);
+            return self.parse(&mut p, cells, None);
+        }
         for i in 0..self.shapes.len() {
             cells.iter_mut().for_each(|c| *c = Cell::Missing);
             if self.shapes[i].read(&mut p, cells) {
                 self.shapes[..=i].rotate_right(1);
+                self.misses = 0;
                 return Ok(());
             }
             p.rewind();
         }
+        self.misses += 1;
+        if self.misses == MISSES_BEFORE_PAUSE {
+            self.misses -= TRIES_AFTER_PAUSE;
+            self.paused = PAUSE;
+        }
         cells.iter_mut().for_each(|c| *c = Cell::Missing);
         let mut shape = ShapeRecorder::default();
-        self.parse(&mut p, cells, &mut shape)?;
+        self.parse(&mut p, cells, Some(&mut shape))?;
         if self.shapes.len() == SHAPES {
             self.shapes.pop();
         }
@@ -63,8 +85,8 @@ impl<'n> FieldPicker<'n> {
         Ok(())
     }
 
-    /// The full parse of a line, key by key, taking down its shape.
-    fn parse<'a>(&mut self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], shape: &mut ShapeRecorder) -> Result<(), String> {
+    /// The full parse of a line, key by key, taking down its shape if given a recorder.
+    fn parse<'a>(&mut self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], shape: Option<&mut ShapeRecorder>) -> Result<(), String> {
         p.ws();
         let kind = match p.peek() {
             Some(b'{') => None,
@@ -96,7 +118,7 @@ impl<'n> FieldPicker<'n> {
     /// them. A walker of its own: the picker's first try at each key is raw bytes, and the
     /// same loop through `Parser::object`'s closure costs 6% more of rank's instructions
     /// (cachegrind, 100,000 lines).
-    fn members<'a>(&mut self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], shape: &mut ShapeRecorder) -> Result<(), String> {
+    fn members<'a>(&mut self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], mut shape: Option<&mut ShapeRecorder>) -> Result<(), String> {
         p.expect(b"{");
         p.ws();
         if p.expect(b"}") {
@@ -130,14 +152,18 @@ impl<'n> FieldPicker<'n> {
                 return Err(p.error("expected `:`"));
             }
             p.ws();
-            shape.value_at(p.bytes(), p.pos(), slot);
+            if let Some(shape) = shape.as_deref_mut() {
+                shape.value_at(p.bytes(), p.pos(), slot);
+            }
             match slot {
                 Some(i) => cells[i] = value(p)?,
                 // Most unnamed values are strings: skipped here without `skip_value`'s call.
                 None if p.peek() == Some(b'"') => p.skip_string()?,
                 None => p.skip_value(1)?,
             }
-            shape.value_end(p.pos());
+            if let Some(shape) = shape.as_deref_mut() {
+                shape.value_end(p.pos());
+            }
             if p.comma_or_close(b'}')? {
                 break;
             }
@@ -414,6 +440,38 @@ mod tests {
             picker.pick(line, &mut cells).unwrap();
             assert_eq!(Some(cells.clone()), reference(line, &names), "line: {line}");
         }
+    }
+
+    /// Lines whose keys come in more orders than shapes are kept pause the shapes; lines of
+    /// one shape after them are read by it again within a pause. Every line is read right.
+    #[test]
+    fn shapes_pause_while_no_line_fits_them_and_come_back() {
+        let names = names(&["a", "b", "c"]);
+        let mut picker = FieldPicker::new(&names);
+        let keys = [r#""a":"x""#, r#""b":1"#, r#""c":null"#, r#""z":[2]"#];
+        let mut paused = false;
+        for i in 0..2_000 {
+            // The 24 orders of four keys in turn: no four kept shapes read the next line.
+            let (mut rest, mut order) = (keys.to_vec(), Vec::new());
+            let mut n = i % 24;
+            for left in (1..=4).rev() {
+                order.push(rest.remove(n % left));
+                n /= left;
+            }
+            let line = format!("{{{}}}", order.join(","));
+            let mut cells = vec![Cell::Missing; 3];
+            picker.pick(&line, &mut cells).unwrap();
+            assert_eq!(Some(cells.clone()), reference(&line, &names), "line: {line}");
+            paused |= picker.paused > 0;
+        }
+        assert!(paused, "the shapes paused");
+        for i in 0..PAUSE + MISSES_BEFORE_PAUSE {
+            let line = format!(r#"{{"a":"v{i}","b":{i},"z":{{}}}}"#);
+            let mut cells = vec![Cell::Missing; 3];
+            picker.pick(&line, &mut cells).unwrap();
+            assert_eq!(Some(cells.clone()), reference(&line, &names), "line: {line}");
+        }
+        assert_eq!((picker.misses, picker.paused), (0, 0), "the last lines were read by their shape");
     }
 
     #[test]
