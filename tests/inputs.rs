@@ -136,3 +136,29 @@ fn since_and_until_skip_day_partitions_without_reading_them() {
     let run = dir.command().args(["rank", "dlq", "--since", "2026-10-02"]).expect_code(1);
     assert!(run.stderr.contains("dt=2026-10-03/part-0.parquet: not a readable Parquet file"), "{}", run.stderr);
 }
+
+/// Entries after the manifest's header line.
+fn planned_entries(dir: &Dir, args: &[&str]) -> Vec<String> {
+    dir.command().arg("plan").args(args).args(["--policy", "policy.toml", "-o", "m.jsonl", "--no-progress"]).ok();
+    dir.read("m.jsonl").lines().skip(1).map(str::to_string).collect()
+}
+
+/// A Parquet row group too big to load at once is read in parts, and a record written from
+/// its columns is the line the JSON-lines dump holds: every entry of both plans is the same,
+/// in the same order, at any thread count.
+#[test]
+fn a_parquet_dump_with_big_row_groups_plans_the_entries_of_its_json_lines() {
+    let dir = Dir::new();
+    dir.create("policy.toml", "clear_all = true\nmax_attempts = 1000\n");
+    dir.gen("dlq.jsonl", &["--rows", "150000", "--seed", "7"]);
+    dir.gen("dlq.parquet", &["--rows", "150000", "--seed", "7", "--row-group-rows", "140000"]);
+    let reference = planned_entries(&dir, &["dlq.jsonl"]);
+    assert_eq!(reference.len(), 150_000);
+    for threads in ["1", "2"] {
+        let entries = planned_entries(&dir, &["--threads", threads, "dlq.parquet"]);
+        assert_eq!(entries.len(), reference.len(), "threads {threads}");
+        if let Some(i) = (0..entries.len()).find(|&i| entries[i] != reference[i]) {
+            panic!("threads {threads}: entry {} differs:\n{}\n{}", i + 1, entries[i], reference[i]);
+        }
+    }
+}

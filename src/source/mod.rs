@@ -320,21 +320,31 @@ struct RecordSlice {
 /// Rows of a row group decoded as one slice when reading whole records.
 const SLICE_ROWS: usize = 4_096;
 
-/// A row group's rows in slices of `SLICE_ROWS`, for readers of whole records.
-fn record_slices(source: &ParquetSource, group: Group) -> Vec<Result<Piece>> {
-    let df = match source.load(group, None) {
-        Ok(df) => Arc::new(df),
-        Err(e) => return vec![Err(e)],
+/// A row group's rows in slices of `SLICE_ROWS`, for readers of whole records: each part of
+/// the group loaded when its slices are due.
+fn record_slices<'a>(source: &'a ParquetSource, group: Group) -> impl Iterator<Item = Result<Piece>> + Send + 'a {
+    let (held, mut failed) = match source.hold(group, None) {
+        Ok(held) => (Some(held), None),
+        Err(e) => (None, Some(e)),
     };
-    let height = df.height();
-    (0..height)
-        .step_by(SLICE_ROWS)
-        .map(|offset| {
-            let rows = SLICE_ROWS.min(height - offset);
-            let bytes = group.bytes * rows as u64 / height as u64;
-            Ok(Piece::Slice(RecordSlice { group: df.clone(), index: group.index, offset, rows, bytes }))
-        })
-        .collect()
+    let parts = if held.is_some() { source.parts(group) } else { vec![0..0] };
+    let group_rows = parts.last().map_or(0, |p| p.end).max(1);
+    parts.into_iter().flat_map(move |part| -> Vec<Result<Piece>> {
+        let Some(held) = &held else { return failed.take().map(Err).into_iter().collect() };
+        let df = match source.load_rows(held, group, None, Some(part)) {
+            Ok(df) => Arc::new(df),
+            Err(e) => return vec![Err(e)],
+        };
+        let height = df.height();
+        (0..height)
+            .step_by(SLICE_ROWS)
+            .map(|offset| {
+                let rows = SLICE_ROWS.min(height - offset);
+                let bytes = group.bytes * rows as u64 / group_rows as u64;
+                Ok(Piece::Slice(RecordSlice { group: df.clone(), index: group.index, offset, rows, bytes }))
+            })
+            .collect()
+    })
 }
 
 impl Piece {

@@ -1,6 +1,6 @@
-//! Parquet: one row group per task, only the columns needed decoded, so memory stays near two
-//! row groups whatever the file size; a remote file is read by ranged requests, never
-//! downloaded whole. Row numbers stand in for line numbers. Analyses read a group's pages
+//! Parquet: one row group per task, only the columns needed decoded (whole records a part of a
+//! group at a time), so memory stays flat whatever the file size; a remote file is read by
+//! ranged requests, never downloaded whole. Row numbers stand in for line numbers. Analyses read a group's pages
 //! themselves when its columns have the usual types (`parquet_fold`), polars reads the rest.
 
 use std::borrow::Cow;
@@ -25,6 +25,12 @@ use super::Input;
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
 use crate::storage::{map_file, Location, Storage};
 use crate::timestamp;
+
+/// Readers of whole records load a row group in parts of at most this many rows, and of
+/// about this much of the group's uncompressed data: memory stays flat whatever size of
+/// group the writer chose (pyarrow's are a million rows).
+const PART_ROWS: usize = 65_536;
+const PART_BYTES: usize = 24 << 20;
 
 /// The bytes at the end of a Parquet file: footer length (4) and magic (4).
 const TAIL: u64 = 8;
@@ -97,36 +103,63 @@ impl<'s> ParquetSource<'s> {
             .collect()
     }
 
+    /// The rows of a row group, in the parts a reader of whole records loads at once.
+    pub fn parts(&self, group: Group) -> Vec<Range<usize>> {
+        let rg = &self.metadata.row_groups[group.index];
+        let rows = rg.num_rows();
+        let parts = rows.div_ceil(PART_ROWS).max(rg.total_byte_size().div_ceil(PART_BYTES)).max(1);
+        let step = rows.div_ceil(parts).max(1);
+        (0..rows).step_by(step).map(|start| start..rows.min(start + step)).collect()
+    }
+
     /// One row group's `columns` (those the file has), or all its columns.
     pub fn load(&self, group: Group, columns: Option<&[String]>) -> Result<DataFrame> {
-        let present = columns.map(|names| {
-            let rg = &self.metadata.row_groups[group.index];
-            names.iter().filter(|n| rg.columns_under_root_iter(n).is_some()).cloned().collect::<Vec<_>>()
-        });
-        let corrupt = || format!("{}: corrupt row group at row {}", self.display, group.offset + 1);
+        self.load_rows(&self.hold(group, columns)?, group, columns, None)
+    }
+
+    /// The bytes of a row group's `columns` (or all), held while its parts are loaded: a
+    /// remote group's column chunks are fetched once, not once a part; a local file is mapped.
+    pub fn hold(&self, group: Group, columns: Option<&[String]>) -> Result<Held> {
+        Ok(match &self.read {
+            Read::Local(path) => Held::Local(File::open(path).with_context(|| format!("{}: cannot open", self.display))?),
+            Read::Remote { storage, location, size } => {
+                let rg = &self.metadata.row_groups[group.index];
+                let ranges: Vec<Range<u64>> = match self.present(group, columns) {
+                    Some(names) => names.iter().flat_map(|n| rg.columns_under_root_iter(n).into_iter().flatten().map(|c| c.byte_range())).collect(),
+                    None => rg.byte_ranges_iter().collect(),
+                };
+                Held::Remote(Sparse::fetch(storage, location, *size, &ranges)?)
+            }
+        })
+    }
+
+    /// `rows` of a held row group (or all of them), its `columns` or all.
+    pub fn load_rows(&self, held: &Held, group: Group, columns: Option<&[String]>, rows: Option<Range<usize>>) -> Result<DataFrame> {
+        let present = self.present(group, columns);
+        let corrupt = || format!("{}: corrupt row group at row {}", self.display, group.offset + rows.as_ref().map_or(0, |r| r.start) + 1);
         // A whole group (for records) is loaded while nothing else decodes: its columns in
         // parallel. Groups of a few columns are decoded side by side instead.
         let parallel = if columns.is_none() { ParallelStrategy::Columns } else { ParallelStrategy::None };
         let single = self.single[group.index].clone();
-        match &self.read {
-            Read::Local(path) => {
-                let file = File::open(path).with_context(|| format!("{}: cannot open", self.display))?;
-                let mut reader = ParquetReader::new(file).with_columns(present).read_parallel(parallel);
+        let slice = rows.as_ref().map(|r| (r.start, r.len()));
+        match held {
+            Held::Local(file) => {
+                let mut reader = ParquetReader::new(file.try_clone().with_context(|| format!("{}: cannot open", self.display))?).with_columns(present).with_slice(slice).read_parallel(parallel);
                 reader.set_metadata(single);
                 reader.finish().with_context(corrupt)
             }
-            Read::Remote { storage, location, size } => {
-                let rg = &self.metadata.row_groups[group.index];
-                let ranges: Vec<Range<u64>> = match &present {
-                    Some(names) => names.iter().flat_map(|n| rg.columns_under_root_iter(n).into_iter().flatten().map(|c| c.byte_range())).collect(),
-                    None => rg.byte_ranges_iter().collect(),
-                };
-                let file = Sparse::fetch(storage, location, *size, &ranges)?;
-                let mut reader = ParquetReader::new(Cursor::new(file)).with_columns(present).read_parallel(parallel);
+            Held::Remote(file) => {
+                let mut reader = ParquetReader::new(Cursor::new(file)).with_columns(present).with_slice(slice).read_parallel(parallel);
                 reader.set_metadata(single);
                 reader.finish().with_context(corrupt)
             }
         }
+    }
+
+    /// Of `columns`, those the row group has.
+    fn present(&self, group: Group, columns: Option<&[String]>) -> Option<Vec<String>> {
+        let rg = &self.metadata.row_groups[group.index];
+        columns.map(|names| names.iter().filter(|n| rg.columns_under_root_iter(n).is_some()).cloned().collect())
     }
 
     /// What an analysis needs of one row group, read from its pages (`parquet_pages`): None
@@ -194,9 +227,15 @@ fn remote_metadata(storage: &Storage, location: &Location, size: u64) -> Result<
     Ok(ParquetReader::new(Cursor::new(file)).get_metadata()?.clone())
 }
 
+/// A row group's bytes while it is loaded: the local file, or a remote group's chunks.
+pub(super) enum Held {
+    Local(File),
+    Remote(Sparse),
+}
+
 /// A file-sized buffer holding only the byte ranges fetched: an anonymous mapping whose other
 /// pages are never touched, so they take no memory. polars reads it as it would the file.
-struct Sparse(memmap2::MmapMut);
+pub(super) struct Sparse(memmap2::MmapMut);
 
 impl Sparse {
     fn new(size: u64) -> Result<Sparse> {
