@@ -334,7 +334,10 @@ impl<'a> Parser<'a> {
     }
 
     fn escaped_string(&mut self, start: usize) -> Result<Cow<'a, str>, String> {
-        let mut out = String::from(&self.text[start..self.pos]);
+        let Some(plain) = self.text.get(start..self.pos) else {
+            return Err(self.error("a string that starts inside a character"));
+        };
+        let mut out = String::from(plain);
         loop {
             let Some(&b) = self.s.get(self.pos) else {
                 return Err(self.error("EOF while parsing a string"));
@@ -654,5 +657,20 @@ mod tests {
             assert!(p.at_end());
         }
         assert_eq!(Kernel::available()[0], Kernel::Portable);
+    }
+
+    /// A string read from inside a character is refused, never sliced there: plain, escaped
+    /// or skipped, on every kernel.
+    #[test]
+    fn a_string_started_inside_a_character_is_refused() {
+        for text in ["\"\u{e9}x\"", "\"\u{e9}\\n\"", "\"\u{e9}\\u0041\""] {
+            for kernel in Kernel::available() {
+                let start = |p: &mut Parser| assert!(p.expect(b"\"\xc3"), "{text:?}");
+                let mut p = Parser::with_kernel(text, kernel);
+                start(&mut p);
+                assert_eq!(p.plain_string(), None, "{text:?}");
+                assert!(p.string_body().is_err(), "{text:?}");
+            }
+        }
     }
 }
