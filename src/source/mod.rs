@@ -327,9 +327,10 @@ fn record_slices<'a>(source: &'a ParquetSource, group: Group) -> impl Iterator<I
         Ok(held) => (Some(held), None),
         Err(e) => (None, Some(e)),
     };
-    let parts = if held.is_some() { source.parts(group) } else { vec![0..0] };
-    let group_rows = parts.last().map_or(0, |p| p.end).max(1);
-    parts.into_iter().flat_map(move |part| -> Vec<Result<Piece>> {
+    // A group that cannot be held is one failed part.
+    let parts: Box<dyn Iterator<Item = std::ops::Range<usize>> + Send> = if held.is_some() { Box::new(source.parts(group)) } else { Box::new(std::iter::once(0..0)) };
+    let group_rows = group.rows.max(1);
+    parts.flat_map(move |part| -> Vec<Result<Piece>> {
         let Some(held) = &held else { return failed.take().map(Err).into_iter().collect() };
         let df = match source.load_rows(held, group, None, Some(part)) {
             Ok(df) => Arc::new(df),

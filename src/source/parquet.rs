@@ -31,6 +31,7 @@ use crate::timestamp;
 /// group the writer chose (pyarrow's are a million rows).
 const PART_ROWS: usize = 65_536;
 const PART_BYTES: usize = 24 << 20;
+const MIN_PART_ROWS: usize = 4_096;
 
 /// The bytes at the end of a Parquet file: footer length (4) and magic (4).
 const TAIL: u64 = 8;
@@ -52,11 +53,12 @@ enum Read<'s> {
     Remote { storage: &'s Storage, location: Location, size: u64 },
 }
 
-/// One row group: its number, first row (0-based) and compressed bytes.
+/// One row group: its number, first row (0-based), rows and compressed bytes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Group {
     pub index: usize,
     pub offset: usize,
+    pub rows: usize,
     pub bytes: u64,
 }
 
@@ -96,20 +98,21 @@ impl<'s> ParquetSource<'s> {
             .iter()
             .enumerate()
             .map(|(index, rg)| {
-                let group = Group { index, offset, bytes: rg.compressed_size() as u64 };
+                let group = Group { index, offset, rows: rg.num_rows(), bytes: rg.compressed_size() as u64 };
                 offset += rg.num_rows();
                 group
             })
             .collect()
     }
 
-    /// The rows of a row group, in the parts a reader of whole records loads at once.
-    pub fn parts(&self, group: Group) -> Vec<Range<usize>> {
-        let rg = &self.metadata.row_groups[group.index];
-        let rows = rg.num_rows();
-        let parts = rows.div_ceil(PART_ROWS).max(rg.total_byte_size().div_ceil(PART_BYTES)).max(1);
+    /// The rows of a row group, in the parts a reader of whole records loads at once (none
+    /// smaller than `MIN_PART_ROWS` for a footer's byte count, however large).
+    pub fn parts(&self, group: Group) -> impl Iterator<Item = Range<usize>> + Send + 'static {
+        let rows = group.rows;
+        let by_bytes = self.metadata.row_groups[group.index].total_byte_size().div_ceil(PART_BYTES);
+        let parts = rows.div_ceil(PART_ROWS).max(by_bytes.min(rows.div_ceil(MIN_PART_ROWS))).max(1);
         let step = rows.div_ceil(parts).max(1);
-        (0..rows).step_by(step).map(|start| start..rows.min(start + step)).collect()
+        (0..rows).step_by(step).map(move |start| start..rows.min(start + step))
     }
 
     /// One row group's `columns` (those the file has), or all its columns.
@@ -136,7 +139,7 @@ impl<'s> ParquetSource<'s> {
     /// `rows` of a held row group (or all of them), its `columns` or all.
     pub fn load_rows(&self, held: &Held, group: Group, columns: Option<&[String]>, rows: Option<Range<usize>>) -> Result<DataFrame> {
         let present = self.present(group, columns);
-        let corrupt = || format!("{}: corrupt row group at row {}", self.display, group.offset + rows.as_ref().map_or(0, |r| r.start) + 1);
+        let corrupt = || format!("{}: corrupt row group at row {}", self.display, group.offset + 1);
         // A whole group (for records) is loaded while nothing else decodes: its columns in
         // parallel. Groups of a few columns are decoded side by side instead.
         let parallel = if columns.is_none() { ParallelStrategy::Columns } else { ParallelStrategy::None };
