@@ -62,10 +62,16 @@ pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
     if crate::json_scan::needs_escape(s.as_bytes()) {
         serde_json::to_writer(&mut *out, s).expect("strings serialise");
     } else {
-        out.push(b'"');
-        push_bytes(out, s.as_bytes());
-        out.push(b'"');
+        write_plain_json_string(out, s);
     }
+}
+
+/// A string known to need no escaping, between quotes.
+#[inline]
+pub fn write_plain_json_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    push_bytes(out, s.as_bytes());
+    out.push(b'"');
 }
 
 /// Appends `bytes` to `out`, as `extend_from_slice` does. Most pieces of a written record are

@@ -9,7 +9,7 @@ use polars::prelude::{
 use super::parquet::StrArray;
 use crate::json_scan::{needs_escape, word_needs_escape};
 use crate::timestamp;
-use crate::values::{push_bytes, to_json, write_json_string};
+use crate::values::{push_bytes, to_json, write_json_string, write_plain_json_string};
 
 /// Writes the rows of one frame as JSON objects, columns in frame order.
 pub(super) struct RowWriter {
@@ -116,11 +116,7 @@ impl RowWriter {
             push_bytes(out, name);
             match values {
                 Values::Str(ca, clean) => match ca.get(i) {
-                    Some(v) if *clean => {
-                        out.push(b'"');
-                        push_bytes(out, v.as_bytes());
-                        out.push(b'"');
-                    }
+                    Some(v) if *clean => write_plain_json_string(out, v),
                     Some(v) => write_json_string(out, v),
                     None => out.extend_from_slice(b"null"),
                 },
