@@ -86,27 +86,29 @@ pub fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     }
     out.reserve(n);
     let at = out.len();
-    let (src, width) = (bytes.as_ptr(), if n >= 16 { 16 } else if n >= 8 { 8 } else { 4 });
-    // SAFETY: `reserve` left room for `n` bytes from `at`. Each move copies `width <= n`
-    // bytes that lie inside `bytes` to the same place in that room; the first covers the
-    // start, the second the end, and since `2 * width >= n` they cover all `n` bytes.
+    // SAFETY: `reserve` left room for `n` bytes from `at`, and each width is at most `n`
+    // and at least half of it.
     unsafe {
         let dst = out.as_mut_ptr().add(at);
-        match width {
-            16 => {
-                std::ptr::copy_nonoverlapping(src, dst, 16);
-                std::ptr::copy_nonoverlapping(src.add(n - 16), dst.add(n - 16), 16);
-            }
-            8 => {
-                std::ptr::copy_nonoverlapping(src, dst, 8);
-                std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
-            }
-            _ => {
-                std::ptr::copy_nonoverlapping(src, dst, 4);
-                std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
-            }
+        match n {
+            16.. => copy_ends::<16>(bytes.as_ptr(), dst, n),
+            8.. => copy_ends::<8>(bytes.as_ptr(), dst, n),
+            _ => copy_ends::<4>(bytes.as_ptr(), dst, n),
         }
         out.set_len(at + n);
+    }
+}
+
+/// Copies `n` bytes from `src` to `dst` in two moves of `W` bytes: one from the start, one
+/// ending at the end; since `2 * W >= n` they cover all `n`.
+///
+/// # Safety
+/// `W <= n <= 2 * W`, `src` readable and `dst` writable for `n` bytes, not overlapping.
+#[inline(always)]
+unsafe fn copy_ends<const W: usize>(src: *const u8, dst: *mut u8, n: usize) {
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, W);
+        std::ptr::copy_nonoverlapping(src.add(n - W), dst.add(n - W), W);
     }
 }
 
