@@ -65,7 +65,8 @@ pub struct RowFacts<'a> {
 struct Slot {
     column: usize,
     normalizer: Normalizer,
-    /// The normaliser runs on every row, not once per distinct value after grouping.
+    /// The normaliser runs on every row, not once per distinct value after grouping. Kept
+    /// rather than asked of `normalizer` on every row: that costs 0.8% of rank's instructions.
     per_row: bool,
     required: bool,
     field_type: FieldType,
