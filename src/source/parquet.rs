@@ -1,7 +1,8 @@
 //! Parquet: one row group per task, only the columns needed decoded (whole records a part of a
 //! group at a time), so memory stays flat whatever the file size; a remote file is read by
-//! ranged requests, never downloaded whole. Row numbers stand in for line numbers. Analyses read a group's pages
-//! themselves when its columns have the usual types (`parquet_fold`), polars reads the rest.
+//! ranged requests, never downloaded whole. Row numbers stand in for line numbers. Analyses
+//! read a group's pages themselves when its columns have the usual types (`parquet_fold`),
+//! polars reads the rest.
 
 use std::borrow::Cow;
 use std::fs::File;
