@@ -142,7 +142,7 @@ fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(crate) mod avx2 {
     use std::arch::x86_64::*;
 
     /// One bit per byte of the 32 from `at`: set where the byte is `"`, `\\` or below 0x20.
@@ -153,7 +153,13 @@ mod avx2 {
     #[inline]
     unsafe fn stops(s: &[u8], at: usize) -> u32 {
         // SAFETY: the caller keeps the 32 bytes inside `s`; loadu takes any alignment.
-        let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(at).cast()) };
+        stop_mask(unsafe { _mm256_loadu_si256(s.as_ptr().add(at).cast()) })
+    }
+
+    /// One bit per byte of `v`: set where the byte is `"`, `\\` or below 0x20.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn stop_mask(v: __m256i) -> u32 {
         let control = _mm256_set1_epi8(0x1f);
         // max(v, 0x1f) == 0x1f exactly when v <= 0x1f, unsigned.
         let below = _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control);
@@ -179,6 +185,44 @@ mod avx2 {
             pos += 32;
         }
         (pos, false)
+    }
+
+    /// From `pos`, 32 bytes at a time: the first byte that is `"`, `\\` or below 0x20, and
+    /// whether a byte above 0x7f comes before it; None when it is not within the 32-byte
+    /// blocks that fit in `s`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub unsafe fn string_stop_and_high(s: &[u8], mut pos: usize) -> Option<(usize, bool)> {
+        let mut high = 0u32;
+        while pos + 32 <= s.len() {
+            // SAFETY: the 32 bytes from `pos` are inside `s`.
+            let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(pos).cast()) };
+            let stop = stop_mask(v);
+            let above = _mm256_movemask_epi8(v) as u32;
+            if stop != 0 {
+                let at = stop.trailing_zeros();
+                return Some((pos + at as usize, (high | above & !(u32::MAX << at)) != 0));
+            }
+            high |= above;
+            pos += 32;
+        }
+        None
+    }
+
+    /// Whether the 32 bytes from `at` hold `wide`'s bytes where `keep` has a bit set.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, and `at + 32 <= s.len()`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub unsafe fn same_where(s: &[u8], at: usize, wide: &[u8; 32], keep: u32) -> bool {
+        // SAFETY: the caller keeps the 32 bytes inside `s`; loadu takes any alignment.
+        let (v, w) = unsafe { (_mm256_loadu_si256(s.as_ptr().add(at).cast()), _mm256_loadu_si256(wide.as_ptr().cast())) };
+        let same = _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, w)) as u32;
+        same & keep == keep
     }
 
     /// Whether `s` (at least 32 bytes) holds a byte JSON escapes: 32 bytes at a time, the last

@@ -85,6 +85,25 @@ impl<'n> FieldPicker<'n> {
         Ok(())
     }
 
+    /// Reads the line from `start` of `chunk` by a kept shape straight from its bytes (see
+    /// `Shape::read_raw`): where the line ends, or None to leave it to `pick`.
+    pub fn read_raw<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if self.kernel == Kernel::Avx2 && self.paused == 0 {
+            for i in 0..self.shapes.len() {
+                cells.iter_mut().for_each(|c| *c = Cell::Missing);
+                // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
+                if let Some(end) = unsafe { self.shapes[i].read_raw(chunk, start, cells) } {
+                    self.shapes[..=i].rotate_right(1);
+                    self.misses = 0;
+                    return Some(end);
+                }
+            }
+        }
+        let _ = (chunk, start, cells);
+        None
+    }
+
     /// The full parse of a line, key by key, taking down its shape if given a recorder.
     fn parse<'a>(&mut self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], shape: Option<&mut ShapeRecorder>) -> Result<(), String> {
         p.ws();
@@ -162,7 +181,7 @@ impl<'n> FieldPicker<'n> {
                 None => p.skip_value(1)?,
             }
             if let Some(shape) = shape.as_deref_mut() {
-                shape.value_end(p.pos());
+                shape.value_end(p.bytes(), p.pos());
             }
             if p.comma_or_close(b'}')? {
                 break;
@@ -254,14 +273,50 @@ mod tests {
         result
     }
 
+    /// Reads `line` as a chunk's decoder does: raw when a kept shape fits it, with another
+    /// line after it in the chunk (or none, if `last`), else checked as UTF-8 and picked.
+    /// The named cells when it is valid.
+    fn decode_line(picker: &mut FieldPicker, line: &[u8], last: bool) -> Option<Vec<Cell<'static>>> {
+        let chunk = if last { line.to_vec() } else { [line, b"\n", br#"{"a":"the next line","b":2,"c":null}"#].concat() };
+        let mut cells = vec![Cell::Missing; picker.names.len()];
+        let picked = match picker.read_raw(&chunk, 0, &mut cells) {
+            Some(end) => {
+                // Before the `\r` of a `\r\n`, as the decoder cuts lines.
+                let want = line.len() - usize::from(!last && line.ends_with(b"\r"));
+                assert_eq!(end, want, "a line read raw ends at its end: {:?}", String::from_utf8_lossy(line));
+                Ok(())
+            }
+            None => match std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line)) {
+                Ok(text) => picker.pick(text, &mut cells),
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        let owned = |c: Cell| match c {
+            Cell::Str(s) => Cell::Str(Cow::Owned(s.into_owned())),
+            Cell::Missing => Cell::Missing,
+            Cell::Null => Cell::Null,
+            Cell::Int(v) => Cell::Int(v),
+            Cell::Float(v) => Cell::Float(v),
+            Cell::Bool(v) => Cell::Bool(v),
+            Cell::Time(v) => Cell::Time(v),
+            Cell::Nested(kind) => Cell::Nested(kind),
+        };
+        picked.ok().map(|_| cells.into_iter().map(owned).collect())
+    }
+
+    /// What serde_json makes of a line of bytes: nothing unless it is UTF-8.
+    fn reference_bytes(line: &[u8], names: &[String]) -> Option<Vec<Cell<'static>>> {
+        reference(std::str::from_utf8(line).ok()?, names)
+    }
+
     /// Checks one line with a picker that has seen the lines before it (so the key-order
-    /// cache is exercised too).
+    /// cache and the shapes are exercised too), read as the decoder reads it: raw from a
+    /// chunk, with the next line after it and, again, as the chunk's last line.
     fn check_with(picker: &mut FieldPicker, line: &str) {
         let names = names(&["a", "b", "c"]);
-        let mut cells = vec![Cell::Missing; 3];
-        let ours = picker.pick(line, &mut cells).ok().map(|_| cells.clone());
-        let theirs = reference(line, &names);
-        assert_eq!(ours, theirs, "line: {line:?}");
+        for last in [false, true] {
+            assert_eq!(decode_line(picker, line.as_bytes(), last), reference(line, &names), "line: {line:?}, last: {last}");
+        }
     }
 
     fn check(line: &str) {
@@ -339,8 +394,8 @@ mod tests {
     }
 
     /// Every truncation and every single-byte mutation (each byte replaced by each other
-    /// value, where the line stays UTF-8) of real dump lines, on every kernel: the same valid
-    /// lines and the same fields as serde_json.
+    /// value, UTF-8 or not) of real dump lines, on every kernel, read as the decoder reads
+    /// them: the same valid lines and the same fields as serde_json.
     #[test]
     fn agrees_with_serde_json_on_every_truncation_and_byte_mutation_of_real_lines() {
         let envelope = include_str!("../../sample_data/envelope/dlq.jsonl").lines().next().expect("a line");
@@ -350,25 +405,25 @@ mod tests {
             (vision, &["capture_id", "stage", "reject_reason", "registry_revision", "capture_timestamp", "attempts"][..]),
         ] {
             let names = names(fields);
-            let agree = |text: &str, picker: &mut FieldPicker| {
-                let mut cells = vec![Cell::Missing; names.len()];
-                let ours = picker.pick(text, &mut cells).ok().map(|_| cells.clone());
-                assert_eq!(ours, reference(text, &names), "line: {text:?}");
+            // As the decoder reads it (raw by the line before's shape, where one fits), and
+            // then the real line again, so that the next mutation is read by its shape.
+            let agree = |bytes: &[u8], picker: &mut FieldPicker| {
+                assert_eq!(decode_line(picker, bytes, false), reference_bytes(bytes, &names), "line: {:?}", String::from_utf8_lossy(bytes));
+                assert_eq!(decode_line(picker, line.as_bytes(), false), reference(line, &names));
             };
             for kernel in Kernel::available() {
                 let mut picker = FieldPicker::with_kernel(&names, kernel);
-                agree(line, &mut picker);
-                for cut in (0..line.len()).filter(|&c| line.is_char_boundary(c)) {
-                    agree(&line[..cut], &mut picker);
+                agree(line.as_bytes(), &mut picker);
+                for cut in 0..line.len() {
+                    agree(&line.as_bytes()[..cut], &mut picker);
                 }
                 let bytes = line.as_bytes();
                 let mut mutated = bytes.to_vec();
                 for i in 0..bytes.len() {
-                    for r in (0..=255u8).filter(|&r| r != bytes[i]) {
+                    // A newline ends a line before the decoder sees it.
+                    for r in (0..=255u8).filter(|&r| r != bytes[i] && r != b'\n') {
                         mutated[i] = r;
-                        if let Ok(text) = std::str::from_utf8(&mutated) {
-                            agree(text, &mut picker);
-                        }
+                        agree(&mutated, &mut picker);
                     }
                     mutated[i] = bytes[i];
                 }
@@ -388,6 +443,14 @@ mod tests {
             r#"{"a":"tab	raw","b":1,"c":null}"#,
             r#"{"a":"x\u00e9","b":1,"c":"y"}"#,
             r#"{"a":"x","b":01,"c":null}"#,
+            r#"{"a":"x","b":-0,"c":null}"#,
+            r#"{"a":"x","b":-12,"c":null}"#,
+            r#"{"a":"x","b":1234567890123456789,"c":null}"#,
+            r#"{"a":"x","b":123456789012345678,"c":null}"#,
+            r#"{"a":"x","b":9999999999999999999,"c":null}"#,
+            r#"{"a":"x","b":1,"c":true}"#,
+            r#"{"a":"x","b":1,"c":false}"#,
+            "{\"a\":\"x\",\"b\":1,\"c\":null}\r",
             r#"{"a":"x","b":1 ,"c":null}"#,
             r#"{"a":"x","b":1,"c":nul}"#,
             r#"{"a":"x","b":1,"c":null} "#,

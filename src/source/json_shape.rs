@@ -5,6 +5,8 @@ use std::borrow::Cow;
 
 use super::json_fields::value;
 use super::layout::Cell;
+#[cfg(target_arch = "x86_64")]
+use crate::json_scan::avx2;
 use crate::json_scan::Parser;
 
 /// A line's layout outside its values: the bytes before each value (whitespace, braces,
@@ -18,11 +20,50 @@ use crate::json_scan::Parser;
 /// one), and the rest is the same text.
 pub(super) struct Shape {
     steps: Vec<Step>,
-    tail: Vec<u8>,
+    tail: Run,
+    /// Every value of the line it was taken from was a string, an integer `read_raw` takes or
+    /// a literal: lines of other shapes (objects, fractions) are never tried raw.
+    raw: bool,
+}
+
+/// Bytes a line holds between two values, also padded to 32 for one AVX2 comparison.
+struct Run {
+    bytes: Vec<u8>,
+    wide: [u8; 32],
+    /// One bit for each of the first (at most 32) bytes.
+    keep: u32,
+}
+
+impl Run {
+    fn new(bytes: Vec<u8>) -> Run {
+        let mut wide = [0; 32];
+        let n = bytes.len().min(32);
+        wide[..n].copy_from_slice(&bytes[..n]);
+        let keep = if n == 32 { u32::MAX } else { (1 << n) - 1 };
+        Run { bytes, wide, keep }
+    }
+
+    /// Where the run ends if `chunk` holds it from `at`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn skip(&self, chunk: &[u8], at: usize) -> Option<usize> {
+        let n = self.bytes.len();
+        let same = if n <= 32 && at + 32 <= chunk.len() {
+            // SAFETY: the 32 bytes from `at` are inside `chunk`.
+            unsafe { avx2::same_where(chunk, at, &self.wide, self.keep) }
+        } else {
+            chunk.get(at..at + n) == Some(&self.bytes[..])
+        };
+        same.then_some(at + n)
+    }
 }
 
 struct Step {
-    before: Vec<u8>,
+    before: Run,
     /// The value is a string, and `before` ends with its opening quote.
     string: bool,
     /// The cell the value fills, if it is a named field.
@@ -54,7 +95,7 @@ impl Shape {
     #[inline(always)]
     fn read_with<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
         for step in &self.steps {
-            if !p.expect(&step.before) {
+            if !p.expect(&step.before.bytes) {
                 return false;
             }
             let read = match (step.string, step.slot) {
@@ -78,17 +119,128 @@ impl Shape {
                 return false;
             }
         }
-        p.expect(&self.tail) && p.at_end()
+        p.expect(&self.tail.bytes) && p.at_end()
+    }
+
+    /// Reads the line that starts at `start` of `chunk` straight from the bytes, when it has
+    /// this shape and its values need only the plainest reading (strings with nothing escaped,
+    /// integers of up to 18 digits, literals): returns where the line ends (at its `\n`, its
+    /// `\r\n` or the chunk's end) with the named cells set. None leaves the line to `read`,
+    /// cells possibly half filled.
+    ///
+    /// Such a line is valid UTF-8 and valid JSON: the bytes between its values were cut from a
+    /// valid line next to ASCII bytes (quotes, digits, letters), a string holding a byte above
+    /// 0x7f is checked, integers and literals are ASCII; and no step reads past a newline (it
+    /// stops a string, ends a number, and no run holds one).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn read_raw<'a>(&self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<usize> {
+        if !self.raw {
+            return None;
+        }
+        // Named strings with a byte above 0x7f, set once the line is checked.
+        let mut unchecked = [(0, 0, 0); UNCHECKED];
+        let mut n_unchecked = 0;
+        let mut high = false;
+        let mut pos = start;
+        for step in &self.steps {
+            // SAFETY (all three calls): the caller's CPU has AVX2.
+            pos = unsafe { step.before.skip(chunk, pos) }?;
+            if step.string {
+                let (end, above) = unsafe { avx2::string_stop_and_high(chunk, pos) }?;
+                if chunk[end] != b'"' {
+                    return None;
+                }
+                high |= above;
+                match step.slot {
+                    // SAFETY: no byte of the body is above 0x7f: it is ASCII.
+                    Some(i) if !above => cells[i] = Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[pos..end]) })),
+                    Some(_) if n_unchecked == UNCHECKED => return None,
+                    Some(i) => {
+                        unchecked[n_unchecked] = (i, pos, end);
+                        n_unchecked += 1;
+                    }
+                    None => {}
+                }
+                pos = end + 1;
+            } else {
+                let (cell, end) = plain_scalar(chunk, pos)?;
+                if let Some(i) = step.slot {
+                    cells[i] = cell;
+                }
+                pos = end;
+            }
+        }
+        pos = unsafe { self.tail.skip(chunk, pos) }?;
+        if !matches!(&chunk[pos..], [] | [b'\n', ..] | [b'\r', b'\n', ..]) {
+            return None;
+        }
+        // A line with a byte above 0x7f (in a string: the runs are a valid line's) is checked
+        // once, whole: cheaper than string by string.
+        if high && simdutf8::basic::from_utf8(&chunk[start..pos]).is_err() {
+            return None;
+        }
+        for (i, from, to) in unchecked.into_iter().take(n_unchecked) {
+            // SAFETY: the line is valid UTF-8, and a string's body starts after a quote and
+            // ends at one, both ASCII: it is valid UTF-8 too.
+            cells[i] = Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[from..to]) }));
+        }
+        Some(pos)
+    }
+}
+
+/// How many named strings with bytes above 0x7f a line read raw may hold.
+const UNCHECKED: usize = 8;
+
+/// A literal, or an integer of up to 18 digits, from `at`: its cell and where it ends. A
+/// number that goes on (`1.5`, `1e3`) is cut short here, and the next run, which starts with
+/// whitespace, `,` or `}`, then does not match. `-0` is a double to serde_json: left to it.
+fn plain_scalar<'a>(s: &[u8], at: usize) -> Option<(Cell<'a>, usize)> {
+    let literal = |word: &[u8], cell: Cell<'a>| (s.get(at..at + word.len()) == Some(word)).then_some((cell, at + word.len()));
+    match *s.get(at)? {
+        b't' => literal(b"true", Cell::Bool(true)),
+        b'f' => literal(b"false", Cell::Bool(false)),
+        b'n' => literal(b"null", Cell::Null),
+        first @ (b'-' | b'0'..=b'9') => {
+            let negative = first == b'-';
+            let digits = at + usize::from(negative);
+            let mut end = digits;
+            let mut value = 0i64;
+            while let Some(&d @ b'0'..=b'9') = s.get(end) {
+                if end - digits == 18 {
+                    return None;
+                }
+                value = value * 10 + i64::from(d - b'0');
+                end += 1;
+            }
+            let leading_zero = s[digits..end].len() > 1 && s[digits] == b'0';
+            if end == digits || leading_zero || (negative && value == 0) {
+                return None;
+            }
+            Some((Cell::Int(if negative { -value } else { value }), end))
+        }
+        _ => None,
     }
 }
 
 /// Takes down a line's shape while the full parser walks it: told where each value starts
 /// and ends, it keeps the bytes in between.
-#[derive(Default)]
 pub(super) struct ShapeRecorder {
     steps: Vec<Step>,
     /// Where the bytes not yet kept start: the end of the last value.
     mark: usize,
+    /// Where the last value started.
+    value_start: usize,
+    raw: bool,
+}
+
+impl Default for ShapeRecorder {
+    fn default() -> ShapeRecorder {
+        ShapeRecorder { steps: Vec::new(), mark: 0, value_start: 0, raw: true }
+    }
 }
 
 impl ShapeRecorder {
@@ -96,17 +248,22 @@ impl ShapeRecorder {
     pub fn value_at(&mut self, line: &[u8], start: usize, slot: Option<usize>) {
         let string = line.get(start) == Some(&b'"');
         let end = if string { start + 1 } else { start };
-        self.steps.push(Step { before: line[self.mark..end].to_vec(), string, slot });
+        self.steps.push(Step { before: Run::new(line[self.mark..end].to_vec()), string, slot });
         self.mark = end;
+        self.value_start = start;
     }
 
     /// The value last started ends before `end`.
-    pub fn value_end(&mut self, end: usize) {
+    pub fn value_end(&mut self, line: &[u8], end: usize) {
+        let string = self.steps.last().is_some_and(|s| s.string);
+        if !string && plain_scalar(line, self.value_start).is_none_or(|(_, e)| e != end) {
+            self.raw = false;
+        }
         self.mark = end;
     }
 
     /// The shape of `line`, whose last value has ended.
     pub fn finish(self, line: &[u8]) -> Shape {
-        Shape { steps: self.steps, tail: line[self.mark..].to_vec() }
+        Shape { steps: self.steps, tail: Run::new(line[self.mark..].to_vec()), raw: self.raw }
     }
 }

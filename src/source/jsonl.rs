@@ -51,21 +51,42 @@ fn sniffed(given: Compression, head: &[u8]) -> Compression {
 }
 
 /// Decodes one chunk: each line through the field picker and the rows' layout; `accept` gets
-/// every accepted row with its line's own text as the record.
-pub(super) fn decode<'b>(rows: &Rows, bytes: &'b [u8], mut accept: impl FnMut(FullRow<'_>)) -> PieceTally {
+/// every accepted row with its line's own text as the record. A line of a kept shape is read
+/// straight from the chunk, its end found as it is read; any other is cut at its newline,
+/// checked as UTF-8 and parsed.
+pub(super) fn decode(rows: &Rows, bytes: &[u8], mut accept: impl FnMut(FullRow<'_>)) -> PieceTally {
     let names = &rows.layout.columns;
     let mut cells: Vec<Cell> = vec![Cell::Missing; names.len()];
     let mut key = Vec::with_capacity(128);
     let mut tally = PieceTally::default();
     let mut picker = FieldPicker::new(names);
-    tally.lines = for_each_line(bytes, |line_no, line| {
-        match parse_line(line, &mut picker, &mut cells) {
-            Ok(text) => {
-                rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) }))
+    let mut at = 0;
+    while at < bytes.len() {
+        tally.lines += 1;
+        let (parsed, next) = match picker.read_raw(bytes, at, &mut cells) {
+            Some(end) => {
+                debug_assert!(std::str::from_utf8(&bytes[at..end]).is_ok(), "a line read raw is UTF-8");
+                // SAFETY: a line `read_raw` reads is valid UTF-8 (see `Shape::read_raw`).
+                let text = unsafe { std::str::from_utf8_unchecked(&bytes[at..end]) };
+                let newline = if bytes.get(end) == Some(&b'\r') { 2 } else { 1 };
+                (Ok(text), (end + newline).min(bytes.len()))
             }
+            None => {
+                let (line, next) = line_at(bytes, at);
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    at = next;
+                    continue;
+                }
+                (parse_line(line, &mut picker, &mut cells), next)
+            }
+        };
+        at = next;
+        let line_no = tally.lines;
+        match parsed {
+            Ok(text) => rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) })),
             Err(reason) => tally.reject(line_no, reason),
         }
-    });
+    }
     tally
 }
 
@@ -88,20 +109,27 @@ pub(super) fn check_objects(bytes: &[u8], mut valid: impl FnMut(&[u8])) -> Piece
 /// counted. Returns the number of lines.
 pub(super) fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8])) -> u64 {
     let mut line_no = 0u64;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-        let mut line = &rest[..end];
-        rest = if end < rest.len() { &rest[end + 1..] } else { &[] };
+    let mut at = 0;
+    while at < bytes.len() {
+        let (line, next) = line_at(bytes, at);
+        at = next;
         line_no += 1;
-        if let [head @ .., b'\r'] = line {
-            line = head;
-        }
         if !line.iter().all(u8::is_ascii_whitespace) {
             f(line_no, line);
         }
     }
     line_no
+}
+
+/// The line that starts at `at`, without its `\n` (or `\r\n`), and where the next one starts.
+fn line_at(bytes: &[u8], at: usize) -> (&[u8], usize) {
+    let rest = &bytes[at..];
+    let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+    let line = match &rest[..end] {
+        [head @ .., b'\r'] => head,
+        line => line,
+    };
+    (line, (at + end + 1).min(bytes.len()))
 }
 
 /// Parses one line as a JSON object, keeping only the fields named in `names`; returns the
@@ -251,6 +279,60 @@ mod tests {
         assert!(err.starts_with("invalid JSON: EOF while parsing"), "{err}");
         let err = parse_line(b"{\"a\":\"\xff\"}", &mut FieldPicker::new(&names), &mut cells).unwrap_err();
         assert_eq!(err, "invalid UTF-8 at column 7");
+    }
+
+    /// A chunk whose lines are read raw (by the shape of the lines before) and in full, in
+    /// turn: every line counted at its number, blank lines and `\r\n` cut as the line cutter
+    /// cuts them, bad lines named, and the rows those of a line-by-line serde_json reading.
+    #[test]
+    fn a_chunk_decodes_alike_whether_its_lines_are_read_raw_or_in_full() {
+        let layout = super::super::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
+        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None } };
+        let line = |id: usize, store: &str, reason: &str, attempts: &str| {
+            format!(r#"{{"capture_id":"cap-{id}","store_id":"{store}","stage":"inference","reject_reason":"{reason}","registry_revision":"det-v8.0","capture_timestamp":"2026-10-21T11:29:24Z","attempts":{attempts}}}"#).into_bytes()
+        };
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for i in 0..60 {
+            let mut l = match i % 12 {
+                1 => line(i, "zürich", "timeout", "1"),
+                2 => line(i, "store", r#"time\"out"#, "2"),
+                3 => line(i, "store", "zü", "-0"),
+                4 => line(i, "st~ore", "timeout", "1").into_iter().map(|b| if b == b'~' { 0xff } else { b }).collect(),
+                5 => b"   ".to_vec(),
+                6 => [line(i, "store", "timeout", "3"), b"\r".to_vec()].concat(),
+                7 => [line(i, "store", "timeout", "3"), b" ".to_vec()].concat(),
+                8 => line(i, "store", "timeout", "3")[..40].to_vec(),
+                9 => line(i, "store", "timeout", "03"),
+                10 => line(i, "store\u{1}", "timeout", "4"),
+                _ => line(i, "store", "timeout", "5"),
+            };
+            if i == 59 {
+                l = line(i, "last", "timeout", "1");
+            }
+            lines.push(l);
+        }
+        let chunk = lines.join(&b'\n');
+        let mut got = Vec::new();
+        let tally = decode(&rows, &chunk, |row| {
+            let Record::Text(text) = row.record else { unreachable!() };
+            got.push((row.facts.id.into_owned(), row.facts.attempts, text.to_string()));
+        });
+        let (mut want, mut bad) = (Vec::new(), Vec::new());
+        for (n, l) in chunk.split(|&b| b == b'\n').enumerate() {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            if l.trim_ascii().is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<serde_json::Value>(l) {
+                Ok(v) => want.push((v["capture_id"].as_str().unwrap().to_string(), v["attempts"].as_f64().unwrap() as i64, String::from_utf8(l.trim_ascii().to_vec()).unwrap())),
+                Err(_) => bad.push(n as u64 + 1),
+            }
+        }
+        assert_eq!(tally.lines, 60);
+        assert_eq!(tally.rejects.iter().map(|r| r.0).collect::<Vec<_>>(), bad);
+        assert_eq!(got, want);
+        assert_eq!((tally.accepted, tally.rejected), (want.len() as u64, bad.len() as u64));
+        assert!(want.len() > 30 && bad.len() > 10);
     }
 
     #[test]
