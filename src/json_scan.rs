@@ -266,6 +266,11 @@ impl<'a> Parser<'a> {
         self.pos = 0;
     }
 
+    /// To byte `pos` of the text (any byte: a string read from inside a character is refused).
+    pub fn seek(&mut self, pos: usize) {
+        self.pos = pos.min(self.s.len());
+    }
+
     /// The whole text, as bytes.
     pub fn bytes(&self) -> &'a [u8] {
         self.s

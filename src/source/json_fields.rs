@@ -281,8 +281,8 @@ mod tests {
         let mut cells = vec![Cell::Missing; picker.names.len()];
         let picked = match picker.read_raw(&chunk, 0, &mut cells) {
             Some(end) => {
-                // Before the `\r` of a `\r\n`, as the decoder cuts lines.
-                let want = line.len() - usize::from(!last && line.ends_with(b"\r"));
+                // Before a last `\r`, as the decoder cuts lines.
+                let want = line.len() - usize::from(line.ends_with(b"\r"));
                 assert_eq!(end, want, "a line read raw ends at its end: {:?}", String::from_utf8_lossy(line));
                 Ok(())
             }
@@ -477,6 +477,33 @@ mod tests {
                     let mut picker = FieldPicker::with_kernel(&names, kernel);
                     check_with(&mut picker, first);
                     check_with(&mut picker, second);
+                }
+            }
+        }
+    }
+
+    /// A line read raw up to a string with an escape and read on by the parser: strings
+    /// before and at the escape with bytes above 0x7f, valid or not, named or not, things
+    /// after the object and `\r\n` ends; each line after the plain line whose shape it has.
+    #[test]
+    fn lines_read_on_after_an_escape_agree_with_serde_json() {
+        let names = names(&["a", "b", "c"]);
+        let strings: [&[u8]; 6] = [b"x", "\u{e9}".as_bytes(), b"\xc3", b"x\\\"", "\u{e9}\\t".as_bytes(), b"\xc3\\t"];
+        for kernel in Kernel::available() {
+            for a in strings {
+                for z in strings {
+                    for c in strings {
+                        for end in [&b""[..], b"x", b" ", b"\r"] {
+                            let line = [&br#"{"a":""#[..], a, br#"","z":""#, z, br#"","b":1,"c":""#, c, br#""}"#, end].concat();
+                            for last in [false, true] {
+                                let mut picker = FieldPicker::with_kernel(&names, kernel);
+                                let plain = br#"{"a":"x","z":"y","b":1,"c":"q"}"#;
+                                assert!(decode_line(&mut picker, plain, false).is_some());
+                                let want = reference_bytes(line.strip_suffix(b"\r").unwrap_or(&line), &names);
+                                assert_eq!(decode_line(&mut picker, &line, last), want, "line: {:?}, last: {last}", String::from_utf8_lossy(&line));
+                            }
+                        }
+                    }
                 }
             }
         }

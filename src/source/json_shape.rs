@@ -70,6 +70,31 @@ struct Step {
     slot: Option<usize>,
 }
 
+impl Step {
+    /// Reads the value from where the parser stands (after `before`); false if it is not one.
+    #[inline(always)]
+    fn read_value<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
+        let read = match (self.string, self.slot) {
+            // Most strings have nothing escaped: taken as they stand, without a `Result`.
+            (true, slot) => match p.plain_string() {
+                Some(text) => {
+                    if let Some(i) = slot {
+                        cells[i] = Cell::Str(Cow::Borrowed(text));
+                    }
+                    Ok(())
+                }
+                None => match slot {
+                    Some(i) => p.string_body().map(|s| cells[i] = Cell::Str(s)),
+                    None => p.skip_string_body(),
+                },
+            },
+            (false, Some(i)) => value(p).map(|v| cells[i] = v),
+            (false, None) => p.skip_value(1),
+        };
+        read.is_ok()
+    }
+}
+
 impl Shape {
     /// Reads a line of this shape from the parser's start, filling the named cells; false
     /// when the line has another shape (or is invalid), with cells possibly half filled.
@@ -95,27 +120,7 @@ impl Shape {
     #[inline(always)]
     fn read_with<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
         for step in &self.steps {
-            if !p.expect(&step.before.bytes) {
-                return false;
-            }
-            let read = match (step.string, step.slot) {
-                // Most strings have nothing escaped: taken as they stand, without a `Result`.
-                (true, slot) => match p.plain_string() {
-                    Some(text) => {
-                        if let Some(i) = slot {
-                            cells[i] = Cell::Str(Cow::Borrowed(text));
-                        }
-                        Ok(())
-                    }
-                    None => match slot {
-                        Some(i) => p.string_body().map(|s| cells[i] = Cell::Str(s)),
-                        None => p.skip_string_body(),
-                    },
-                },
-                (false, Some(i)) => value(p).map(|v| cells[i] = v),
-                (false, None) => p.skip_value(1),
-            };
-            if read.is_err() {
+            if !(p.expect(&step.before.bytes) && step.read_value(p, cells)) {
                 return false;
             }
         }
@@ -144,17 +149,21 @@ impl Shape {
         // Named strings with a byte above 0x7f, set once the line is checked.
         let mut unchecked = [(0, 0, 0); UNCHECKED];
         let mut n_unchecked = 0;
-        let mut high = false;
+        // From the first string with a byte above 0x7f to the end of the last one.
+        let mut high = (usize::MAX, 0);
         let mut pos = start;
-        for step in &self.steps {
+        for (k, step) in self.steps.iter().enumerate() {
             // SAFETY (all three calls): the caller's CPU has AVX2.
             pos = unsafe { step.before.skip(chunk, pos) }?;
             if step.string {
                 let (end, above) = unsafe { avx2::string_stop_and_high(chunk, pos) }?;
                 if chunk[end] != b'"' {
-                    return None;
+                    let resumed = Resumed { chunk, start, at: pos, from_step: k, checked_from: high.0.min(pos) };
+                    return (chunk[end] == b'\\').then(|| self.resume(resumed, cells, &unchecked[..n_unchecked]))?;
                 }
-                high |= above;
+                if above {
+                    high = (high.0.min(pos), end);
+                }
                 match step.slot {
                     // SAFETY: no byte of the body is above 0x7f: it is ASCII.
                     Some(i) if !above => cells[i] = Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[pos..end]) })),
@@ -178,17 +187,61 @@ impl Shape {
         if !matches!(&chunk[pos..], [] | [b'\n', ..] | [b'\r', b'\n', ..]) {
             return None;
         }
-        // A line with a byte above 0x7f (in a string: the runs are a valid line's) is checked
-        // once, whole: cheaper than string by string.
-        if high && simdutf8::basic::from_utf8(&chunk[start..pos]).is_err() {
+        // The strings with a byte above 0x7f are checked at once, with what lies between them
+        // (valid runs, strings): cheaper than string by string.
+        if high.0 < high.1 && simdutf8::basic::from_utf8(&chunk[high.0..high.1]).is_err() {
             return None;
         }
-        for (i, from, to) in unchecked.into_iter().take(n_unchecked) {
-            // SAFETY: the line is valid UTF-8, and a string's body starts after a quote and
-            // ends at one, both ASCII: it is valid UTF-8 too.
-            cells[i] = Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[from..to]) }));
-        }
+        set_checked(chunk, cells, &unchecked[..n_unchecked]);
         Some(pos)
+    }
+
+    /// The rest of a line `read_raw` began, from a string with an escape: the line is cut at
+    /// its newline and checked as UTF-8 from the first string not yet checked, then read on
+    /// by the parser from that string's value, as `read` reads.
+    #[cold]
+    fn resume<'a>(&self, r: Resumed<'a>, cells: &mut [Cell<'a>], unchecked: &[(usize, usize, usize)]) -> Option<usize> {
+        // No newline comes before the string: none is in a run or a value read raw.
+        let rest = &r.chunk[r.at..];
+        let mut end = r.at + memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        if end > r.start && r.chunk[end - 1] == b'\r' {
+            end -= 1;
+        }
+        simdutf8::basic::from_utf8(&r.chunk[r.checked_from..end]).ok()?;
+        // SAFETY: the bytes before `checked_from` are runs cut from a valid line and strings of
+        // ASCII, both cut next to ASCII bytes, and the rest was just checked.
+        let line = unsafe { std::str::from_utf8_unchecked(&r.chunk[r.start..end]) };
+        let mut p = Parser::with_kernel(line, crate::json_scan::Kernel::detected());
+        p.seek(r.at - r.start);
+        let read = self.steps[r.from_step].read_value(&mut p, cells)
+            && self.steps[r.from_step + 1..].iter().all(|step| p.expect(&step.before.bytes) && step.read_value(&mut p, cells))
+            && p.expect(&self.tail.bytes)
+            && p.at_end();
+        if !read {
+            return None;
+        }
+        set_checked(r.chunk, cells, unchecked);
+        Some(end)
+    }
+}
+
+/// Where `read_raw` stood when it met an escape.
+struct Resumed<'a> {
+    chunk: &'a [u8],
+    /// The line's start, and the start of the string with the escape (after its quote).
+    start: usize,
+    at: usize,
+    from_step: usize,
+    /// Where the bytes not yet checked as UTF-8 start.
+    checked_from: usize,
+}
+
+/// Sets the named strings that held a byte above 0x7f, once their line is checked as UTF-8.
+fn set_checked<'a>(chunk: &'a [u8], cells: &mut [Cell<'a>], strings: &[(usize, usize, usize)]) {
+    for &(i, from, to) in strings {
+        // SAFETY: the line is valid UTF-8, and a string's body starts after a quote and ends
+        // at one, both ASCII: it is valid UTF-8 too.
+        cells[i] = Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[from..to]) }));
     }
 }
 
