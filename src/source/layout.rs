@@ -262,7 +262,7 @@ pub struct DirectColumns {
 /// Appends one signature part to a key, as `extract` does.
 pub fn push_part(key: &mut Vec<u8>, text: &str) {
     key.extend_from_slice(&(text.len() as u32).to_le_bytes());
-    key.extend_from_slice(text.as_bytes());
+    crate::values::push_bytes(key, text.as_bytes());
 }
 
 /// The parts of a key, each a length-prefixed UTF-8 string written by `push_part`.
