@@ -23,10 +23,13 @@ pub(super) struct Shape {
     tail: Run,
     /// Every value of the line it was taken from was a string, an integer `read_raw` takes or
     /// a literal: lines of other shapes (objects, fractions) are never tried raw.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     raw: bool,
 }
 
 /// Bytes a line holds between two values, also padded to 32 for one AVX2 comparison.
+// Only x86-64 reads lines raw.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Run {
     bytes: Vec<u8>,
     wide: [u8; 32],
@@ -199,6 +202,7 @@ impl Shape {
     /// The rest of a line `read_raw` began, from a string with an escape: the line is cut at
     /// its newline and checked as UTF-8 from the first string not yet checked, then read on
     /// by the parser from that string's value, as `read` reads.
+    #[cfg(target_arch = "x86_64")]
     #[cold]
     fn resume<'a>(&self, r: Resumed<'a>, cells: &mut [Cell<'a>], unchecked: &[(usize, usize, usize)]) -> Option<usize> {
         // No newline comes before the string: none is in a run or a value read raw.
@@ -226,6 +230,7 @@ impl Shape {
 }
 
 /// Where `read_raw` stood when it met an escape.
+#[cfg(target_arch = "x86_64")]
 struct Resumed<'a> {
     chunk: &'a [u8],
     /// The line's start, and the start of the string with the escape (after its quote).
@@ -237,6 +242,7 @@ struct Resumed<'a> {
 }
 
 /// Sets the named strings that held a byte above 0x7f, once their line is checked as UTF-8.
+#[cfg(target_arch = "x86_64")]
 fn set_checked<'a>(chunk: &'a [u8], cells: &mut [Cell<'a>], strings: &[(usize, usize, usize)]) {
     for &(i, from, to) in strings {
         // SAFETY: the line is valid UTF-8, and a string's body starts after a quote and ends
@@ -246,6 +252,7 @@ fn set_checked<'a>(chunk: &'a [u8], cells: &mut [Cell<'a>], strings: &[(usize, u
 }
 
 /// How many named strings with bytes above 0x7f a line read raw may hold.
+#[cfg(target_arch = "x86_64")]
 const UNCHECKED: usize = 8;
 
 /// A literal, or an integer of up to 18 digits, from `at`: its cell and where it ends. A
