@@ -31,6 +31,10 @@ pub struct FieldPicker<'n> {
     misses: u32,
     /// Lines still to parse in full without trying shapes.
     paused: u32,
+    /// The last line was read (by `pick` or `read_raw`) by the first kept shape: the cells it
+    /// left are that shape's fields and `Missing`, so a line read by the same shape overwrites
+    /// every cell that is not `Missing`.
+    cells_of_first: bool,
     kernel: Kernel,
 }
 
@@ -49,13 +53,14 @@ impl<'n> FieldPicker<'n> {
 
     /// A picker whose parser scans strings with `kernel` (one of `Kernel::available()`).
     pub fn with_kernel(names: &'n [String], kernel: Kernel) -> FieldPicker<'n> {
-        FieldPicker { names, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, kernel }
+        FieldPicker { names, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, cells_of_first: false, kernel }
     }
 
     /// Sets `cells` to the named fields of `line` (`Missing` where absent), or says why the
     /// line is not a JSON object. Lines of a shape seen before are read by it.
     pub fn pick<'a>(&mut self, line: &'a str, cells: &mut [Cell<'a>]) -> Result<(), String> {
         let mut p = Parser::with_kernel(line, self.kernel);
+        self.cells_of_first = false;
         if self.paused > 0 {
             self.paused -= 1;
             cells.iter_mut().for_each(|c| *c = Cell::Missing);
@@ -66,6 +71,7 @@ impl<'n> FieldPicker<'n> {
             if self.shapes[i].read(&mut p, cells) {
                 self.shapes[..=i].rotate_right(1);
                 self.misses = 0;
+                self.cells_of_first = true;
                 return Ok(());
             }
             p.rewind();
@@ -82,24 +88,31 @@ impl<'n> FieldPicker<'n> {
             self.shapes.pop();
         }
         self.shapes.insert(0, shape.finish(line.as_bytes()));
+        self.cells_of_first = true;
         Ok(())
     }
 
     /// Reads the line from `start` of `chunk` by a kept shape straight from its bytes (see
-    /// `Shape::read_raw`): where the line ends, or None to leave it to `pick`.
+    /// `Shape::read_raw`): where the line ends, or None to leave it to `pick`. `cells` are
+    /// the ones given with the picker's last line, or all `Missing`.
     pub fn read_raw<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx2 && self.paused == 0 {
             for i in 0..self.shapes.len() {
-                cells.iter_mut().for_each(|c| *c = Cell::Missing);
+                // Most lines have the last line's shape: its cells are all overwritten.
+                if !(i == 0 && self.cells_of_first) {
+                    cells.iter_mut().for_each(|c| *c = Cell::Missing);
+                }
                 // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
                 if let Some(end) = unsafe { self.shapes[i].read_raw(chunk, start, cells) } {
                     self.shapes[..=i].rotate_right(1);
                     self.misses = 0;
+                    self.cells_of_first = true;
                     return Some(end);
                 }
             }
         }
+        self.cells_of_first = false;
         let _ = (chunk, start, cells);
         None
     }
@@ -529,6 +542,19 @@ mod tests {
         for line in &lines {
             picker.pick(line, &mut cells).unwrap();
             assert_eq!(Some(cells.clone()), reference(line, &names), "line: {line}");
+        }
+        // The same lines as the decoder reads them, raw where a kept shape fits, into cells
+        // it reuses without clearing them when the shape is the last line's.
+        let chunks: Vec<Vec<u8>> = lines.iter().map(|l| [l.as_bytes(), b"\n", &[b' '; 40]].concat()).collect();
+        for kernel in Kernel::available() {
+            let mut picker = FieldPicker::with_kernel(&names, kernel);
+            let mut cells = vec![Cell::Missing; 3];
+            for (line, chunk) in lines.iter().zip(&chunks) {
+                if picker.read_raw(chunk, 0, &mut cells).is_none() {
+                    picker.pick(line, &mut cells).unwrap();
+                }
+                assert_eq!(Some(cells.clone()), reference(line, &names), "line: {line}");
+            }
         }
     }
 
