@@ -153,13 +153,17 @@ pub(crate) mod avx2 {
     #[inline]
     unsafe fn stops(s: &[u8], at: usize) -> u32 {
         // SAFETY: the caller keeps the 32 bytes inside `s`; loadu takes any alignment.
-        stop_mask(unsafe { _mm256_loadu_si256(s.as_ptr().add(at).cast()) })
+        // SAFETY: the caller keeps the 32 bytes inside `s`; its CPU has AVX2.
+        unsafe { stop_mask(_mm256_loadu_si256(s.as_ptr().add(at).cast())) }
     }
 
     /// One bit per byte of `v`: set where the byte is `"`, `\\` or below 0x20.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn stop_mask(v: __m256i) -> u32 {
+    unsafe fn stop_mask(v: __m256i) -> u32 {
         let control = _mm256_set1_epi8(0x1f);
         // max(v, 0x1f) == 0x1f exactly when v <= 0x1f, unsigned.
         let below = _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control);
@@ -200,7 +204,8 @@ pub(crate) mod avx2 {
         while pos + 32 <= s.len() {
             // SAFETY: the 32 bytes from `pos` are inside `s`.
             let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(pos).cast()) };
-            let stop = stop_mask(v);
+            // SAFETY: the caller's CPU has AVX2.
+            let stop = unsafe { stop_mask(v) };
             let above = _mm256_movemask_epi8(v) as u32;
             if stop != 0 {
                 let at = stop.trailing_zeros();

@@ -215,7 +215,8 @@ impl Shape {
         // SAFETY: the bytes before `checked_from` are runs cut from a valid line and strings of
         // ASCII, both cut next to ASCII bytes, and the rest was just checked.
         let line = unsafe { std::str::from_utf8_unchecked(&r.chunk[r.start..end]) };
-        let mut p = Parser::with_kernel(line, crate::json_scan::Kernel::detected());
+        // Only the AVX2 kernel reads lines raw.
+        let mut p = Parser::with_kernel(line, crate::json_scan::Kernel::Avx2);
         p.seek(r.at - r.start);
         let read = self.steps[r.from_step].read_value(&mut p, cells)
             && self.steps[r.from_step + 1..].iter().all(|step| p.expect(&step.before.bytes) && step.read_value(&mut p, cells))
@@ -324,6 +325,12 @@ impl ShapeRecorder {
 
     /// The shape of `line`, whose last value has ended.
     pub fn finish(self, line: &[u8]) -> Shape {
-        Shape { steps: self.steps, tail: Run::new(line[self.mark..].to_vec()), raw: self.raw }
+        let tail = line[self.mark..].to_vec();
+        // Not read raw: a key given twice (`read_raw` sets some strings last, and the last
+        // value must win), or a tail ending in `\r` (the line cutter takes one off the end).
+        let slots: Vec<usize> = self.steps.iter().filter_map(|s| s.slot).collect();
+        let repeated = (1..slots.len()).any(|i| slots[..i].contains(&slots[i]));
+        let raw = self.raw && !repeated && !tail.ends_with(b"\r");
+        Shape { steps: self.steps, tail: Run::new(tail), raw }
     }
 }
