@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::util::{python, support, Dir};
+use crate::util::{manifest_entries, python, support, Dir};
 
 fn s3(args: &[&str]) -> Vec<u8> {
     let out = Command::new(python()).arg(support("s3.py")).args(args).output().expect("run s3.py");
@@ -112,8 +112,7 @@ fn a_manifest_can_be_planned_from_and_written_to_s3() {
     dir.command().args(["plan", &format!("s3://{b}/dlq/"), "--policy", "policy.toml", "-o", &url]).ok();
     let remote = String::from_utf8(s3(&["get", &b, "manifests/m.jsonl"])).unwrap();
     let local = dir.read("local.jsonl");
-    let entries = |t: &str| t[t.find('\n').unwrap()..].to_string();
-    assert_eq!(entries(&remote), entries(&local), "same entries from S3 as from disk");
+    assert_eq!(manifest_entries(&remote), manifest_entries(&local), "same entries from S3 as from disk");
     dir.create("remote.jsonl", &remote);
     let show = dir.command().args(["show", "remote.jsonl"]).ok();
     assert!(show.contains("500 entries"), "{show}");
@@ -130,10 +129,9 @@ fn a_parquet_dump_in_s3_with_a_big_row_group_plans_as_on_disk() {
     dir.create("policy.toml", "clear_all = true\n");
     dir.command().args(["plan", "dlq.parquet", "--policy", "policy.toml", "-o", "local.jsonl"]).ok();
     dir.command().args(["plan", &format!("s3://{b}/dlq/dlq.parquet"), "--policy", "policy.toml", "-o", "remote.jsonl"]).ok();
-    let entries = |t: String| t[t.find('\n').unwrap()..].to_string();
-    let local = entries(dir.read("local.jsonl"));
-    assert_eq!(local.lines().count(), 70_001, "a newline and 70,000 entries");
-    assert!(entries(dir.read("remote.jsonl")) == local, "same entries from S3 as from disk");
+    let local = dir.read("local.jsonl");
+    assert_eq!(manifest_entries(&local).lines().count(), 70_001, "a newline and 70,000 entries");
+    assert!(manifest_entries(&dir.read("remote.jsonl")) == manifest_entries(&local), "same entries from S3 as from disk");
 }
 
 /// An s3s-fs server over `dir/store` (buckets are folders), which checks credentials (moto

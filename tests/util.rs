@@ -122,6 +122,11 @@ impl TestCommand {
     }
 }
 
+/// A manifest's entry lines: everything after its header line (from that line's newline).
+pub fn manifest_entries(text: &str) -> &str {
+    &text[text.find('\n').expect("a manifest has a header line")..]
+}
+
 /// A vision record as one JSON line, with the fields the tests vary.
 pub fn vision_line(id: &str, stage: &str, reason: &str, revision: &str, ts: &str, attempts: i64) -> String {
     serde_json::json!({
