@@ -71,10 +71,7 @@ fn after_date(b: &[u8], days: i64) -> Option<i64> {
     if !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
         return None;
     }
-    let (hour, minute, second) = (digits(&b[11..13])?, digits(&b[14..16])?, digits(&b[17..19])?);
-    if hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
+    let clock = seconds_of_day(digits(&b[11..13])?, digits(&b[14..16])?, digits(&b[17..19])?)?;
     let mut pos = 19;
     let mut micros: i64 = 0;
     if pos < b.len() && (b[pos] == b'.' || b[pos] == b',') {
@@ -113,9 +110,16 @@ fn after_date(b: &[u8], days: i64) -> Option<i64> {
         }
         _ => return None,
     };
-    let second = second.min(59); // a leap second collapses onto :59
-    let secs = days * 86_400 + (hour * 3600 + minute * 60 + second) as i64 - offset_seconds;
+    let secs = days * 86_400 + clock - offset_seconds;
     Some(secs * 1_000_000 + micros)
+}
+
+/// The seconds since midnight of a valid time of day (a leap second collapses onto :59).
+fn seconds_of_day(hour: u32, minute: u32, second: u32) -> Option<i64> {
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    Some(i64::from(hour * 3600 + minute * 60 + second.min(59)))
 }
 
 /// `after_date` for the form most dumps write, `THH:MM:SSZ` and nothing more: the eight bytes
@@ -135,12 +139,7 @@ fn whole_seconds_utc(b: &[u8], days: i64) -> Option<i64> {
         return None;
     }
     let two = |i: usize| u32::from(time[i] & 0x0f) * 10 + u32::from(time[i + 1] & 0x0f);
-    let (hour, minute, second) = (two(0), two(3), two(6));
-    if hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let second = second.min(59); // a leap second collapses onto :59, as in `after_date`
-    Some((days * 86_400 + i64::from(hour * 3600 + minute * 60 + second)) * 1_000_000)
+    Some((days * 86_400 + seconds_of_day(two(0), two(3), two(6))?) * 1_000_000)
 }
 
 /// RFC 3339 in UTC with `Z`; fractional seconds only when present (3 or 6 digits).
