@@ -3,6 +3,18 @@
 
 use std::io::{self, Read};
 
+/// The line of `bytes` that starts at `at`, without its `\n` (and one `\r` before it: also
+/// at the end), and where the next one starts: how every reader of lines cuts them.
+pub fn line_at(bytes: &[u8], at: usize) -> (&[u8], usize) {
+    let rest = &bytes[at..];
+    let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+    let line = match &rest[..end] {
+        [head @ .., b'\r'] => head,
+        line => line,
+    };
+    (line, (at + end + 1).min(bytes.len()))
+}
+
 /// Cuts a stream into blocks of about `size` bytes that end at a newline (a line longer than
 /// that makes a longer block); the last block holds whatever follows the last newline.
 pub struct LineBlocks<R> {

@@ -207,12 +207,9 @@ impl Shape {
     #[cfg(target_arch = "x86_64")]
     #[cold]
     fn resume<'a>(&self, r: Resumed<'a>, cells: &mut [Cell<'a>], unchecked: &[(usize, usize, usize)]) -> Option<usize> {
-        // No newline comes before the string: none is in a run or a value read raw.
-        let rest = &r.chunk[r.at..];
-        let mut end = r.at + memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-        if end > r.start && r.chunk[end - 1] == b'\r' {
-            end -= 1;
-        }
+        // Cut as the decoder cuts lines; no newline comes before the string (none is in a run
+        // or a value read raw).
+        let end = r.start + crate::lines::line_at(r.chunk, r.start).0.len();
         simdutf8::basic::from_utf8(&r.chunk[r.checked_from..end]).ok()?;
         // SAFETY: the bytes before `checked_from` are runs cut from a valid line and strings of
         // ASCII, both cut next to ASCII bytes, and the rest was just checked.

@@ -14,7 +14,7 @@ use super::json_fields::FieldPicker;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::{Compression, Input, Piece};
 use super::layout::Cell;
-use crate::lines::LineBlocks;
+use crate::lines::{line_at, LineBlocks};
 use crate::storage::Opener;
 
 const CHUNK_BYTES: usize = 8 << 20;
@@ -119,17 +119,6 @@ pub(super) fn for_each_line<'a>(bytes: &'a [u8], mut f: impl FnMut(u64, &'a [u8]
         }
     }
     line_no
-}
-
-/// The line that starts at `at`, without its `\n` (or `\r\n`), and where the next one starts.
-fn line_at(bytes: &[u8], at: usize) -> (&[u8], usize) {
-    let rest = &bytes[at..];
-    let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-    let line = match &rest[..end] {
-        [head @ .., b'\r'] => head,
-        line => line,
-    };
-    (line, (at + end + 1).min(bytes.len()))
 }
 
 /// Parses one line as a JSON object, keeping only the fields named in `names`; returns the
