@@ -37,6 +37,10 @@ fn shuffled_rows_split_files_and_thread_counts_give_identical_json() {
     // is the one run that uses it).
     let portable = dir.command().env("DLQF_SIMD", "portable").args(["rank", "shuffled.jsonl", "--format", "json"]).ok();
     assert_eq!(portable, reference);
+    // A file's chunks copied out instead of read where they are mapped (what dlqf chooses when
+    // the page cache holds the file in 4 KiB pages), forced.
+    let copied = dir.command().env("DLQF_JSONL_READ", "copy").args(["rank", "shuffled.jsonl", "--format", "json"]).ok();
+    assert_eq!(copied, reference);
 
     dir.gen("base.parquet", &["--rows", "3000", "--seed", "11", "--row-group-rows", "500"]);
     assert_eq!(rank_json(&dir, &["base.parquet"]), reference);

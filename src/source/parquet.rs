@@ -181,7 +181,7 @@ impl<'s> ParquetSource<'s> {
         // the group is read, as with polars' reader.
         let file = match &self.read {
             Read::Local(path) => match map_file(path)? {
-                Some(map) => Buffer::from_owner(map),
+                Some(mapped) => Buffer::from_owner(mapped.map),
                 None => return Ok(None),
             },
             Read::Remote { storage, location, size } => {

@@ -13,7 +13,8 @@ use super::{Found, Location};
 
 /// A regular, non-empty file mapped into memory, so its bytes are read where they lie in the
 /// page cache instead of copied out; None for anything else (a pipe, a device, an empty file).
-pub fn map_file(path: &Path) -> Result<Option<memmap2::Mmap>> {
+/// The file stays open beside its mapping for readers that copy some of it out instead.
+pub fn map_file(path: &Path) -> Result<Option<MappedFile>> {
     let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let meta = file.metadata().with_context(|| format!("{}: cannot open", path.display()))?;
     if !meta.is_file() || meta.len() == 0 {
@@ -22,7 +23,13 @@ pub fn map_file(path: &Path) -> Result<Option<memmap2::Mmap>> {
     // SAFETY: as polars does for every local Parquet file it reads, the file is mapped and
     // assumed not to shrink while it is read.
     let map = unsafe { memmap2::Mmap::map(&file) }.with_context(|| format!("{}: cannot map", path.display()))?;
-    Ok(Some(map))
+    Ok(Some(MappedFile { map, file }))
+}
+
+/// A local file's mapping and the open file it maps.
+pub struct MappedFile {
+    pub map: memmap2::Mmap,
+    pub file: File,
 }
 
 pub(super) fn list(arg: &str, path: &Path) -> Result<Vec<Found>> {

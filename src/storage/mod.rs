@@ -8,7 +8,7 @@ mod file;
 mod s3;
 
 pub use disk_writer::DiskWriter;
-pub use file::map_file;
+pub use file::{map_file, MappedFile};
 
 use std::fmt;
 use std::fs::File;
@@ -203,7 +203,7 @@ impl Opener<'_> {
     }
 
     /// A local file mapped into memory (`map_file`); None for stdin, S3, pipes and empty files.
-    pub fn map(&self, location: &Location) -> Result<Option<memmap2::Mmap>> {
+    pub fn map(&self, location: &Location) -> Result<Option<MappedFile>> {
         match location {
             Location::File(path) => map_file(path),
             Location::Std | Location::S3 { .. } => Ok(None),
