@@ -24,7 +24,7 @@ impl AppendFile {
     pub fn open(path: &Path, mut each: impl FnMut(&str)) -> Result<AppendFile> {
         let name = path.display();
         let file = OpenOptions::new().create(true).read(true).append(true).open(path).with_context(|| format!("{name}: cannot open"))?;
-        file.lock().with_context(|| format!("{name}: cannot lock"))?;
+        flock(&file, libc::LOCK_EX).with_context(|| format!("{name}: cannot lock"))?;
         let mut whole = 0u64;
         let mut reader = BufReader::new(&file);
         let mut line = String::new();
@@ -42,7 +42,7 @@ impl AppendFile {
             file.set_len(whole).with_context(|| format!("{name}: cannot repair"))?;
             file.sync_data().with_context(|| format!("{name}: cannot repair"))?;
         }
-        file.unlock().with_context(|| format!("{name}: cannot unlock"))?;
+        flock(&file, libc::LOCK_UN).with_context(|| format!("{name}: cannot unlock"))?;
         Ok(AppendFile { path: path.to_path_buf(), file: Mutex::new(file), synced: Mutex::new(whole) })
     }
 
@@ -52,7 +52,7 @@ impl AppendFile {
         let name = self.path.display();
         let (end, handle) = {
             let mut file = self.file.lock().expect("append lock");
-            file.lock().with_context(|| format!("{name}: cannot lock"))?;
+            flock(&file, libc::LOCK_EX).with_context(|| format!("{name}: cannot lock"))?;
             let written = file.metadata().and_then(|m| {
                 let start = m.len();
                 match file.write_all(line) {
@@ -63,7 +63,7 @@ impl AppendFile {
                     }
                 }
             });
-            let _ = file.unlock();
+            let _ = flock(&file, libc::LOCK_UN);
             let end = written.with_context(|| format!("{name}: cannot write"))?;
             (end, file.try_clone().with_context(|| format!("{name}: cannot sync"))?)
         };
@@ -81,6 +81,22 @@ impl AppendFile {
     }
 }
 
+
+/// Takes or lets go of the file's advisory lock (`File::lock` needs Rust 1.89).
+fn flock(file: &File, operation: std::ffi::c_int) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor the `File` owns and keeps open for the call.
+        if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +111,18 @@ mod tests {
         assert_eq!(seen, ["{\"key\":\"a\"}", "{\"key\":\"b\"}"]);
         file.append(b"{\"key\":\"c\"}\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"key\":\"a\"}\n{\"key\":\"b\"}\n{\"key\":\"c\"}\n");
+    }
+    /// The lock an append holds keeps another handle of the file (another executor) out
+    /// until it is let go.
+    #[test]
+    fn the_file_lock_keeps_other_handles_out_until_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.jsonl");
+        let (ours, theirs) = (File::create(&path).unwrap(), File::open(&path).unwrap());
+        flock(&ours, libc::LOCK_EX).unwrap();
+        let refused = flock(&theirs, libc::LOCK_EX | libc::LOCK_NB).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::WouldBlock);
+        flock(&ours, libc::LOCK_UN).unwrap();
+        flock(&theirs, libc::LOCK_EX | libc::LOCK_NB).unwrap();
     }
 }
