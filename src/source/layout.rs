@@ -82,6 +82,8 @@ pub struct Layout {
     time: usize,
     attempts: Option<usize>,
     slots: Vec<Slot>,
+    /// Where the fields are when no signature field is normalised per row (`extract_plain`).
+    plain: Option<DirectColumns>,
     classifier: Arc<Classifier>,
     category: CategoryAt,
 }
@@ -128,12 +130,22 @@ impl Layout {
                 message: position(message_field).expect("category message field is a signature field"),
             },
         };
-        Layout { columns, id, id_type: profile.id_type, time, attempts, slots, classifier: profile.classifier.clone(), category }
+        let mut layout = Layout { columns, id, id_type: profile.id_type, time, attempts, slots, plain: None, classifier: profile.classifier.clone(), category };
+        layout.plain = layout.direct_columns();
+        layout
     }
 
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
     /// deferred to `finish_signature`) and returns the row's facts, or why it is rejected.
     pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
+        if let Some(facts) = self.plain.as_ref().and_then(|plain| extract_plain(plain, cells, key)) {
+            return Ok(facts);
+        }
+        self.extract_any(cells, key)
+    }
+
+    /// `extract` for any row.
+    fn extract_any<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
         key.clear();
         for slot in &self.slots {
             match &cells[slot.column] {
@@ -249,6 +261,29 @@ impl Layout {
         let normalizer = &self.slots[index].normalizer;
         if normalizer.is_per_row() { raw.to_string() } else { normalizer.apply(raw) }
     }
+}
+
+/// `extract` for the usual row when no signature field is normalised per row: string
+/// signature values, id and time, and an integer attempt count or none. It gives what
+/// `extract` gives such a row, or None for any other row (or a time that does not parse),
+/// which then goes the general way (that names why it is rejected).
+#[inline]
+fn extract_plain<'a>(plain: &DirectColumns, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Option<RowFacts<'a>> {
+    let (Cell::Str(id), Cell::Str(time)) = (&cells[plain.id], &cells[plain.time]) else {
+        return None;
+    };
+    let attempts = match plain.attempts.map(|col| &cells[col]) {
+        None | Some(Cell::Missing | Cell::Null) => 0,
+        Some(Cell::Int(v)) => *v,
+        Some(_) => return None,
+    };
+    let time = DATES.with(|dates| dates.borrow_mut().parse(time))?;
+    key.clear();
+    for &col in &plain.signature {
+        let Cell::Str(text) = &cells[col] else { return None };
+        push_part(key, text);
+    }
+    Some(RowFacts { id: Cow::Borrowed(id.as_ref()), time, attempts })
 }
 
 /// Column positions (in `Layout::columns`) for building keys without cells.
@@ -375,6 +410,46 @@ mod tests {
         let t = || Cell::Str("2026-10-01T00:00:00Z".into());
         assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Missing), &mut key).unwrap().attempts, 0);
         assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Str("3".into())), &mut key).unwrap().attempts, 3);
+    }
+
+    /// Every row the plain reading takes gets from it what the general one gives: the same
+    /// key and facts, over rows whose six cells each take every kind of value.
+    #[test]
+    fn the_plain_reading_gives_what_the_general_one_gives() {
+        let layout = Layout::new(&Profile::load("vision").unwrap());
+        let plain = layout.plain.as_ref().expect("vision normalises after grouping");
+        let choices = |text: &'static str| {
+            vec![Cell::Str(text.into()), Cell::Missing, Cell::Null, Cell::Int(3), Cell::Float(2.0), Cell::Bool(true), Cell::Nested("object")]
+        };
+        let columns: Vec<Vec<Cell>> = vec![
+            choices("cap-1"),
+            [choices("2026-10-01T00:00:00Z"), vec![Cell::Str("2026-10-01T25:00:00Z".into()), Cell::Str(" 2026-10-01T00:00:00Z".into())]].concat(),
+            [choices("4"), vec![Cell::Int(-7)]].concat(),
+            choices(" Inference "),
+            choices("timeout"),
+            choices("det-v8"),
+        ];
+        let (mut taken, mut rows) = (0, 0);
+        let mut pick = vec![0usize; columns.len()];
+        loop {
+            let cells: Vec<Cell> = pick.iter().zip(&columns).map(|(&i, c)| c[i].clone()).collect();
+            let (mut plain_key, mut any_key) = (b"stale".to_vec(), b"old".to_vec());
+            let general = layout.extract_any(&cells, &mut any_key);
+            if let Some(facts) = extract_plain(plain, &cells, &mut plain_key) {
+                let general = general.expect("a row read plainly is accepted");
+                assert_eq!((&facts.id, facts.time, facts.attempts, &plain_key), (&general.id, general.time, general.attempts, &any_key), "{cells:?}");
+                taken += 1;
+            }
+            rows += 1;
+            // The next combination, the last column fastest.
+            let Some(col) = (0..pick.len()).rev().find(|&c| pick[c] + 1 < columns[c].len()) else { break };
+            pick[col] += 1;
+            pick[col + 1..].iter_mut().for_each(|p| *p = 0);
+        }
+        // Missing, null or an integer attempt count (four) with every other value a string
+        // and a time that parses (two: the general reading trims a time with spaces).
+        assert_eq!(taken, 8);
+        assert_eq!(rows, 7 * 9 * 8 * 7 * 7 * 7);
     }
 
     #[test]
