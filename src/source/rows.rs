@@ -76,6 +76,7 @@ pub(super) struct Rows<'a> {
 impl Rows<'_> {
     /// One row's cells: `accept` gets the key and facts of a row inside the window; anything
     /// else is counted (and a reject named) in `tally`.
+    #[inline]
     pub fn take<'c>(&self, cells: &'c [Cell<'c>], key: &mut Vec<u8>, line: u64, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
         match self.layout.extract(cells, key) {
             Ok(facts) => self.take_facts(key, facts, tally, accept),
@@ -84,6 +85,7 @@ impl Rows<'_> {
     }
 
     /// A row whose key and facts a source built itself (the Parquet fast path).
+    #[inline]
     pub fn take_facts<'c>(&self, key: &[u8], facts: RowFacts<'c>, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
         if self.window.contains(facts.time) {
             tally.accepted += 1;
