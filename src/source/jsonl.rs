@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::{Deref, Range};
 use std::os::unix::fs::FileExt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use memmap2::Mmap;
 
@@ -147,13 +147,13 @@ pub(super) struct Chunks {
 
 enum ChunkSource {
     Read(Mutex<ChunkReader>),
-    /// A local file, cut into chunks on its mapping; the next chunk's start and number, and
-    /// whether chunks are copied out of the file (decided on the first chunk).
-    Mapped { map: Arc<Mmap>, file: File, size: usize, next: Mutex<(usize, usize)>, mode: ReadMode, copy: OnceLock<bool> },
+    /// A local file, cut into chunks on its mapping; the next chunk's start and number.
+    Mapped { map: Arc<Mmap>, file: File, size: usize, next: Mutex<(usize, usize)>, mode: ReadMode },
 }
 
-/// How a mapped file's chunks are read: in place, copied out with `pread`, or as its first
-/// chunk's page faults say (`copying_beats_mapping`). `DLQF_JSONL_READ=map|copy` chooses.
+/// How a mapped file's chunks are read: in place, copied out with `pread`, or each as the
+/// page faults of a sample of it say (`copying_beats_mapping`). `DLQF_JSONL_READ=map|copy`
+/// chooses.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum ReadMode {
     Map,
@@ -201,7 +201,7 @@ impl Chunks {
 
     fn mapped(mapped: MappedFile, size: usize, mode: ReadMode) -> Chunks {
         let MappedFile { map, file } = mapped;
-        let source = ChunkSource::Mapped { map: Arc::new(map), file, size, next: Mutex::new((0, 0)), mode, copy: OnceLock::new() };
+        let source = ChunkSource::Mapped { map: Arc::new(map), file, size, next: Mutex::new((0, 0)), mode };
         Chunks { source, spare: Mutex::new(Vec::new()) }
     }
 
@@ -213,7 +213,7 @@ impl Chunks {
                 let next = reader.lock().expect("chunk reader").next(spare)?;
                 Some(next.map(|(index, bytes)| Piece::Chunk(index, ChunkBytes::Read(bytes))).with_context(|| format!("{display}: read error")))
             }
-            ChunkSource::Mapped { map, file, size, next, mode, copy } => {
+            ChunkSource::Mapped { map, file, size, next, mode } => {
                 let mut next = next.lock().expect("chunk cutter");
                 let (mut start, index) = *next;
                 if index == 0 && map.starts_with(BOM) {
@@ -227,18 +227,18 @@ impl Chunks {
                     None => map.len(),
                 };
                 *next = (end, index + 1);
-                let copy = *copy.get_or_init(|| match mode {
+                let copy = match mode {
                     ReadMode::Map => false,
                     ReadMode::Copy => true,
                     ReadMode::Probe => copying_beats_mapping(map, start..end),
-                });
+                };
                 if !copy {
                     return Some(Ok(Piece::Chunk(index, ChunkBytes::Mapped(map.clone(), start..end))));
                 }
                 let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
                 buf.resize(end - start, 0);
                 let read = file.read_exact_at(&mut buf, start as u64).with_context(|| format!("{display}: read error"));
-                // The pages the cut touched (where it looked for the chunk's last newline).
+                // The pages the probe and the cut touched (where it looked for the last newline).
                 release(map, start..end);
                 Some(read.map(|()| Piece::Chunk(index, ChunkBytes::Read(buf))))
             }
@@ -263,28 +263,37 @@ fn release(map: &Mmap, range: Range<usize>) {
     let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len()) };
 }
 
-/// Whether copying a mapped file's chunks out costs less than reading them in place, told by
-/// the page faults it takes to touch the first chunk (`range`).
+/// Whether copying a chunk of a mapped file out costs less than reading it in place, told by
+/// the page faults it takes to touch 256 KiB in the chunk's middle.
 ///
 /// A page cache that holds the file in small folios, as `cp` and writes of a few KiB leave
 /// it, maps 16 pages a fault: the kernel's time for those faults and the TLB misses of 4 KiB
-/// pages cost more than `pread`'s copy (rank of 3.9 GB: 0.75 s against 0.68 s). A file read
-/// from disk or written in large blocks is held in large folios, mapped 0.5-2 MiB a fault:
-/// then mapping wins (0.57 s against 0.66 s).
-fn copying_beats_mapping(map: &Mmap, range: Range<usize>) -> bool {
-    if range.len() < PROBE_BYTES {
+/// pages cost more than `pread`'s copy (rank of 3.9 GB: 0.69-0.75 s against 0.66 s). A file
+/// read from disk or written in large blocks is held in large folios, mapped 0.5-2 MiB a
+/// fault: then mapping wins (0.54 s against 0.67 s). A file can hold both (its first tens of
+/// MiB read from disk are in small folios while readahead's window grows, and pages evicted
+/// and read again come back in small ones), so each chunk is asked.
+fn copying_beats_mapping(map: &Mmap, chunk: Range<usize>) -> bool {
+    if chunk.len() < PROBE_MIN_CHUNK {
         return false;
     }
+    let start = (chunk.start + chunk.len() / 2) & !(PAGE - 1);
     let before = thread_page_faults();
-    for page in map[range.clone()].chunks(4096) {
+    for page in map[start..start + PROBE_BYTES].chunks(PAGE) {
         std::hint::black_box(page[0]);
     }
     let faults = thread_page_faults().saturating_sub(before);
-    faults.saturating_mul(BYTES_PER_LARGE_FAULT) > range.len() as u64
+    faults.saturating_mul(BYTES_PER_LARGE_FAULT) > PROBE_BYTES as u64
 }
 
-/// The smallest first chunk worth probing: a smaller file is read in place.
-const PROBE_BYTES: usize = 1 << 20;
+const PAGE: usize = 4096;
+
+/// How much of a chunk is touched to tell how its pages map: four faults in small folios.
+const PROBE_BYTES: usize = 256 << 10;
+
+/// The smallest chunk worth probing (a file's last one may be small): a smaller one is read
+/// in place, where either way costs little.
+const PROBE_MIN_CHUNK: usize = 1 << 20;
 
 /// Fewer bytes than this mapped a fault, on average, means small folios (64 KiB a fault with
 /// the kernel's default fault-around).
