@@ -82,8 +82,8 @@ pub struct Layout {
     time: usize,
     attempts: Option<usize>,
     slots: Vec<Slot>,
-    /// Where the fields are when no signature field is normalised per row (`extract_plain`).
-    plain: Option<DirectColumns>,
+    /// Where the fields are when no signature field is normalised per row (`direct_columns`).
+    direct: Option<DirectColumns>,
     classifier: Arc<Classifier>,
     category: CategoryAt,
 }
@@ -107,7 +107,7 @@ impl Layout {
         let id = col(&profile.id_field);
         let time = col(&profile.time_field);
         let attempts = profile.attempts_field.as_deref().map(&mut col);
-        let slots = profile
+        let slots: Vec<Slot> = profile
             .signature
             .iter()
             .map(|s| Slot {
@@ -130,15 +130,16 @@ impl Layout {
                 message: position(message_field).expect("category message field is a signature field"),
             },
         };
-        let mut layout = Layout { columns, id, id_type: profile.id_type, time, attempts, slots, plain: None, classifier: profile.classifier.clone(), category };
-        layout.plain = layout.direct_columns();
-        layout
+        // Every signature field normalised after grouping: rows can be read from where the
+        // fields are (`direct_columns`).
+        let direct = (!slots.iter().any(|s| s.per_row)).then(|| DirectColumns { id, time, attempts, signature: slots.iter().map(|s| s.column).collect() });
+        Layout { columns, id, id_type: profile.id_type, time, attempts, slots, direct, classifier: profile.classifier.clone(), category }
     }
 
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
     /// deferred to `finish_signature`) and returns the row's facts, or why it is rejected.
     pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
-        if let Some(facts) = self.plain.as_ref().and_then(|plain| extract_plain(plain, cells, key)) {
+        if let Some(facts) = self.direct.as_ref().and_then(|direct| extract_plain(direct, cells, key)) {
             return Ok(facts);
         }
         self.extract_any(cells, key)
@@ -230,11 +231,8 @@ impl Layout {
     /// Where the fields of a row are when every signature field is normalised after grouping:
     /// a source can then build keys straight from its columns for rows with no nulls and the
     /// expected types (`push_part` each signature value in order), and use `extract` for the rest.
-    pub fn direct_columns(&self) -> Option<DirectColumns> {
-        if self.slots.iter().any(|s| s.normalizer.is_per_row()) {
-            return None;
-        }
-        Some(DirectColumns { id: self.id, time: self.time, attempts: self.attempts, signature: self.slots.iter().map(|s| s.column).collect() })
+    pub fn direct_columns(&self) -> Option<&DirectColumns> {
+        self.direct.as_ref()
     }
 
     /// The error category of a bucket, from its normalised signature values.
@@ -417,7 +415,7 @@ mod tests {
     #[test]
     fn the_plain_reading_gives_what_the_general_one_gives() {
         let layout = Layout::new(&Profile::load("vision").unwrap());
-        let plain = layout.plain.as_ref().expect("vision normalises after grouping");
+        let plain = layout.direct_columns().expect("vision normalises after grouping");
         let choices = |text: &'static str| {
             vec![Cell::Str(text.into()), Cell::Missing, Cell::Null, Cell::Int(3), Cell::Float(2.0), Cell::Bool(true), Cell::Nested("object")]
         };

@@ -418,9 +418,9 @@ impl Scan<'_> {
         }
         let plan = self.layout.direct_columns().filter(|p| p.signature.iter().all(|s| ![Some(p.id), Some(p.time), p.attempts].contains(&Some(*s))));
         let Some(plan) = plan else { return Ok(None) };
-        let Some(columns) = source.page_columns(group, &plan, &self.layout.columns)? else { return Ok(None) };
+        let Some(columns) = source.page_columns(group, plan, &self.layout.columns)? else { return Ok(None) };
         self.progress.advance(group.bytes);
-        Ok(Some(parquet_fold::fold_pages(&self.rows(), &plan, &columns, acc)))
+        Ok(Some(parquet_fold::fold_pages(&self.rows(), plan, &columns, acc)))
     }
 
     /// Reads every input into one accumulator made by `make`: pieces are decoded in parallel,
