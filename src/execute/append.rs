@@ -81,7 +81,6 @@ impl AppendFile {
     }
 }
 
-
 /// Takes or lets go of the file's advisory lock (`File::lock` needs Rust 1.89).
 fn flock(file: &File, operation: std::ffi::c_int) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
@@ -112,6 +111,7 @@ mod tests {
         file.append(b"{\"key\":\"c\"}\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"key\":\"a\"}\n{\"key\":\"b\"}\n{\"key\":\"c\"}\n");
     }
+
     /// The lock an append holds keeps another handle of the file (another executor) out
     /// until it is let go.
     #[test]
