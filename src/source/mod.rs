@@ -445,7 +445,13 @@ impl Scan<'_> {
                 };
                 let piece_tally = match from_pages {
                     Some(tally) => tally,
-                    None => self.decode(&pieces, piece, false, |row| part.add(row.key, &row.facts))?,
+                    None => self.decode(&pieces, piece, false, |FullRow { key, facts, record }| {
+                        part.add(key, &facts);
+                        // A line's text needs no drop: only an object calls its drop code.
+                        if let Record::Object(object) = record {
+                            drop(object);
+                        }
+                    })?,
                 };
                 Ok((part, vec![(index, piece_tally)]))
             };
