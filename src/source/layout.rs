@@ -146,6 +146,7 @@ impl Layout {
     }
 
     /// `extract` for any row.
+    #[inline(never)]
     fn extract_any<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
         key.clear();
         for slot in &self.slots {
