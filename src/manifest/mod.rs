@@ -139,13 +139,18 @@ pub struct Entry {
 }
 
 pub fn hex(bytes: &[u8]) -> String {
+    let mut digits = vec![0; bytes.len() * 2];
+    write_hex(bytes, &mut digits);
+    String::from_utf8(digits).expect("hex digits")
+}
+
+/// `bytes` as lowercase hex digits, into `out` (twice as long).
+pub fn write_hex(bytes: &[u8], out: &mut [u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        text.push(DIGITS[usize::from(b >> 4)] as char);
-        text.push(DIGITS[usize::from(b & 15)] as char);
+    for (b, pair) in bytes.iter().zip(out.chunks_exact_mut(2)) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 15)];
     }
-    text
 }
 
 /// The seal of a header: SHA-256 of its canonical JSON (every field except `manifest_sha256`,

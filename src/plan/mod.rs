@@ -22,14 +22,26 @@ use fix::Fixes;
 use policy::Policy;
 
 /// `sha256(id|part|part…)` as lowercase hex, first 16 characters (the seed's key).
-pub fn idempotency_key<S: AsRef<str>>(id: &str, parts: impl IntoIterator<Item = S>) -> String {
+pub fn idempotency_key<S: AsRef<str>>(id: &str, parts: impl IntoIterator<Item = S>) -> IdempotencyKey {
     let mut digest = Sha256::new();
     digest.update(id.as_bytes());
     for p in parts {
         digest.update(b"|");
         digest.update(p.as_ref().as_bytes());
     }
-    crate::manifest::hex(&digest.finalize()[..8])
+    let mut digits = [0; 16];
+    crate::manifest::write_hex(&digest.finalize()[..8], &mut digits);
+    IdempotencyKey(digits)
+}
+
+/// An idempotency key's 16 hex digits, held in place: a plan makes one for every message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdempotencyKey([u8; 16]);
+
+impl IdempotencyKey {
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("hex digits")
+    }
 }
 
 pub struct Planner<'a> {
@@ -133,7 +145,7 @@ impl<'a> Planner<'a> {
         } else {
             row.record
         };
-        write_entry(&mut batch.lines, &key, decision, &facts.signature_json, id, attempts, facts.max_attempts, &record);
+        write_entry(&mut batch.lines, key.as_str(), decision, &facts.signature_json, id, attempts, facts.max_attempts, &record);
         plan.counts.add(decision);
         batch.counts.add(decision);
         batch.entries += 1;
@@ -178,7 +190,7 @@ impl<'a> Planner<'a> {
 
     /// A record's idempotency key from its key fields' `parts`, any missing one taken from
     /// the record itself.
-    fn key(&self, id: &str, parts: &[Option<String>], record: &Record) -> String {
+    fn key(&self, id: &str, parts: &[Option<String>], record: &Record) -> IdempotencyKey {
         if parts.iter().all(Option::is_some) {
             return idempotency_key(id, parts.iter().flatten());
         }
@@ -235,6 +247,6 @@ mod tests {
     #[test]
     fn key_is_the_first_16_hex_of_sha256_of_the_seed_string() {
         // sha256("cap-1|inference|det-v8.0"), computed with coreutils' sha256sum.
-        assert_eq!(idempotency_key("cap-1", &["inference", "det-v8.0"]), "e5723547563bdd9f");
+        assert_eq!(idempotency_key("cap-1", &["inference", "det-v8.0"]).as_str(), "e5723547563bdd9f");
     }
 }
