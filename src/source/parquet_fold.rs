@@ -31,7 +31,9 @@ pub(super) enum Times {
 impl PageColumns {
     /// Row `i`'s time when its id, time and attempts are all there and the time reads.
     fn time(&self, i: usize, dates: &mut DateCache) -> Option<i64> {
-        self.id.get(i)?;
+        if !self.id.has(i) {
+            return None;
+        }
         if let Some(attempts) = &self.attempts {
             attempts.values[i]?;
         }

@@ -121,6 +121,11 @@ impl Texts {
         (start != NULL).then(|| self.value_at(start as usize))
     }
 
+    /// Whether row `i` has a value.
+    pub fn has(&self, i: usize) -> bool {
+        self.starts[i] != NULL
+    }
+
     fn value_at(&self, start: usize) -> &str {
         let len = u32::from_le_bytes(self.bytes[start - 4..start].try_into().expect("4 bytes")) as usize;
         let value = &self.bytes[start..start + len];
