@@ -78,7 +78,7 @@ impl PageColumns {
 pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, columns: &PageColumns, acc: &mut A) -> PieceTally {
     let layout = rows.layout;
     let height = columns.rows;
-    let mut keys = CodeKeys::new(&columns.signature, height);
+    let mut keys = CodeKeys::new(&columns.signature);
     let mut tally = PieceTally { lines: height as u64, ..PieceTally::default() };
     // Each accepted row's key number and time, found in row order (so rejects are named in
     // order); then the accepted rows, in order, with their key numbers.
@@ -109,62 +109,68 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, colu
 const NO_KEY: u32 = NumberedRows::NOT_ACCEPTED;
 
 /// Signature keys by tuple of codes. Each row's tuple is numbered in mixed radix over the
-/// dictionaries' sizes (`ParquetSource::page_columns` checked that this fits in 64 bits),
-/// column by column up front; a tuple's key is built the first time it is seen.
+/// dictionaries' sizes (`ParquetSource::page_columns` checked that this fits in 64 bits); a
+/// tuple's key is built the first time it is seen.
 struct CodeKeys<'a> {
     coded: &'a [Codes],
-    /// Each row's tuple number, or `NULL_TUPLE` when a signature cell is null.
-    tuples: Vec<u64>,
+    /// Each column's place value in a tuple's number.
+    radices: Vec<u64>,
     /// Key number by tuple number: a table when there are few tuples, else a map.
     table: Vec<u32>,
     map: std::collections::HashMap<u64, u32, foldhash::fast::RandomState>,
     keys: Vec<Vec<u8>>,
 }
 
-/// The tuple number of a row with a null signature cell (above every real tuple number).
-const NULL_TUPLE: u64 = u64::MAX;
-
 /// The most tuples numbered through a table (256 KiB of key numbers).
 const TABLE_TUPLES: u64 = 1 << 16;
 
 impl<'a> CodeKeys<'a> {
-    fn new(coded: &'a [Codes], rows: usize) -> CodeKeys<'a> {
-        let mut tuples = vec![0u64; rows];
+    fn new(coded: &'a [Codes]) -> CodeKeys<'a> {
         let mut radix = 1u64;
-        for c in coded {
-            for (tuple, &code) in tuples.iter_mut().zip(&c.codes) {
-                *tuple = if code == NULL { NULL_TUPLE } else { tuple.saturating_add(u64::from(code).wrapping_mul(radix)) };
-            }
-            radix = radix.saturating_mul(c.values.len().max(1) as u64);
-        }
+        let radices = coded
+            .iter()
+            .map(|c| {
+                let place = radix;
+                radix = radix.saturating_mul(c.values.len().max(1) as u64);
+                place
+            })
+            .collect();
         let table = if radix <= TABLE_TUPLES { vec![NO_KEY; radix as usize] } else { Vec::new() };
-        CodeKeys { coded, tuples, table, map: Default::default(), keys: Vec::new() }
+        CodeKeys { coded, radices, table, map: Default::default(), keys: Vec::new() }
     }
 
     /// Row `i`'s key number, or None when a signature cell is null.
+    #[inline]
     fn find(&mut self, i: usize) -> Option<u32> {
-        let tuple = self.tuples[i];
-        if tuple == NULL_TUPLE {
-            return None;
+        let mut tuple = 0u64;
+        for (c, &radix) in self.coded.iter().zip(&self.radices) {
+            match c.codes[i] {
+                NULL => return None,
+                code => tuple += u64::from(code) * radix,
+            }
         }
         let known = if self.table.is_empty() { self.map.get(&tuple).copied() } else { Some(self.table[tuple as usize]).filter(|&k| k != NO_KEY) };
         Some(match known {
             Some(k) => k,
-            None => {
-                let k = self.keys.len() as u32;
-                let mut key = Vec::new();
-                for c in self.coded {
-                    push_part(&mut key, &c.values[c.codes[i] as usize]);
-                }
-                self.keys.push(key);
-                if self.table.is_empty() {
-                    self.map.insert(tuple, k);
-                } else {
-                    self.table[tuple as usize] = k;
-                }
-                k
-            }
+            None => self.number(i, tuple),
         })
+    }
+
+    /// Numbers the tuple first seen at row `i`, building its key.
+    #[cold]
+    fn number(&mut self, i: usize, tuple: u64) -> u32 {
+        let k = self.keys.len() as u32;
+        let mut key = Vec::new();
+        for c in self.coded {
+            push_part(&mut key, &c.values[c.codes[i] as usize]);
+        }
+        self.keys.push(key);
+        if self.table.is_empty() {
+            self.map.insert(tuple, k);
+        } else {
+            self.table[tuple as usize] = k;
+        }
+        k
     }
 }
 
@@ -182,7 +188,7 @@ mod tests {
         // 3 × 3 tuples are numbered through a table, 300 × 300 through a map.
         for size in [3, 300] {
             let coded = [codes(size, vec![0, 2, 0, NULL, 2, 1]), codes(size, vec![1, 1, 1, 0, 1, 2])];
-            let mut keys = CodeKeys::new(&coded, 6);
+            let mut keys = CodeKeys::new(&coded);
             assert_eq!(keys.table.is_empty(), size == 300);
             let found: Vec<Option<u32>> = (0..6).map(|i| keys.find(i)).collect();
             assert_eq!(found, [Some(0), Some(1), Some(0), None, Some(1), Some(2)]);
