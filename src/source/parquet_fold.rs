@@ -82,23 +82,28 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, colu
     let mut tally = PieceTally { lines: height as u64, ..PieceTally::default() };
     // Each accepted row's key number and time, found in row order (so rejects are named in
     // order); then the accepted rows, in order, with their key numbers.
-    let mut key_of = vec![NO_KEY; height];
-    let mut times = vec![0i64; height];
+    let mut key_of = Vec::with_capacity(height);
+    let mut times = Vec::with_capacity(height);
     let (mut key, mut cells) = (Vec::new(), Vec::with_capacity(layout.columns.len()));
     let mut dates = DateCache::default();
     for i in 0..height {
-        match keys.find(i).zip(columns.time(i, &mut dates)) {
+        let (k, time) = match keys.find(i).zip(columns.time(i, &mut dates)) {
             Some((k, time)) if rows.window.contains(time) => {
                 tally.accepted += 1;
-                key_of[i] = k;
-                times[i] = time;
+                (k, time)
             }
-            Some(_) => tally.outside_window += 1,
+            Some(_) => {
+                tally.outside_window += 1;
+                (NO_KEY, 0)
+            }
             None => {
                 columns.cells(plan, layout.columns.len(), i, &mut cells);
                 rows.take(&cells, &mut key, i as u64 + 1, &mut tally, |key, row| acc.add(key, &row));
+                (NO_KEY, 0)
             }
-        }
+        };
+        key_of.push(k);
+        times.push(time);
     }
     let facts = |i: usize| columns.facts(i, times[i]);
     acc.add_numbered(&NumberedRows { keys: &keys.keys, numbers: &key_of, times: &times, facts: &facts });
