@@ -65,6 +65,13 @@ pub struct SignatureGroups {
 }
 
 impl SignatureGroups {
+    /// A key's first row: rare (a dump has a few hundred keys), so kept out of `add`.
+    #[cold]
+    #[inline(never)]
+    fn start_group(&mut self, key: &[u8], row: &RowFacts) {
+        self.groups.insert(key.into(), GroupStats::new(row));
+    }
+
     /// The groups under their normalised signature values (raw keys that normalise alike merge).
     pub fn finish(self, layout: &Layout) -> BTreeMap<Vec<String>, GroupStats> {
         let mut buckets: BTreeMap<Vec<String>, GroupStats> = BTreeMap::new();
@@ -89,9 +96,7 @@ impl Accumulator for SignatureGroups {
     fn add(&mut self, key: &[u8], row: &RowFacts) {
         match self.groups.get_mut(key) {
             Some(g) => g.observe(row.time, &row.id, 1, row.time),
-            None => {
-                self.groups.insert(key.into(), GroupStats::new(row));
-            }
+            None => self.start_group(key, row),
         }
     }
 
