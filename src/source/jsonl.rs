@@ -73,14 +73,13 @@ pub(super) fn decode(rows: &Rows, bytes: &[u8], mut accept: impl FnMut(FullRow<'
                 let newline = if bytes.get(end) == Some(&b'\r') { 2 } else { 1 };
                 (Ok(text), (end + newline).min(bytes.len()))
             }
-            None => {
-                let (line, next) = line_at(bytes, at);
-                if line.iter().all(u8::is_ascii_whitespace) {
+            None => match read_full(bytes, at, &mut picker, &mut cells) {
+                (Some(parsed), next) => (parsed, next),
+                (None, next) => {
                     at = next;
                     continue;
                 }
-                (parse_line(line, &mut picker, &mut cells), next)
-            }
+            },
         };
         at = next;
         let line_no = tally.lines;
@@ -90,6 +89,18 @@ pub(super) fn decode(rows: &Rows, bytes: &[u8], mut accept: impl FnMut(FullRow<'
         }
     }
     tally
+}
+
+/// The line at `at`, cut at its newline, checked as UTF-8 and parsed: its text or why it is
+/// rejected (None for a blank line), and where the next starts. Apart from `decode`'s loop:
+/// most lines are read raw.
+#[cold]
+fn read_full<'a>(bytes: &'a [u8], at: usize, picker: &mut FieldPicker, cells: &mut [Cell<'a>]) -> (Option<Result<&'a str, String>>, usize) {
+    let (line, next) = line_at(bytes, at);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return (None, next);
+    }
+    (Some(parse_line(line, picker, cells)), next)
 }
 
 /// Checks one chunk's lines as JSON objects for SQL, passing each valid line to `valid`; the
