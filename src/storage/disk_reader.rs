@@ -169,7 +169,8 @@ mod tests {
     fn a_file_partly_in_the_page_cache_reads_back_whole() {
         let len = 23 * ALIGN + 321;
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
-        let dropped: [&[std::ops::Range<usize>]; 4] = [&[], &[0..len], &[3 * ALIGN..9 * ALIGN], &[0..2 * ALIGN, 10 * ALIGN..11 * ALIGN, 20 * ALIGN..len]];
+        // (from, to) spans of the file dropped from the cache.
+        let dropped: [&[(usize, usize)]; 4] = [&[], &[(0, len)], &[(3 * ALIGN, 9 * ALIGN)], &[(0, 2 * ALIGN), (10 * ALIGN, 11 * ALIGN), (20 * ALIGN, len)]];
         for ranges in dropped {
             for buffer_bytes in [ALIGN, 4 * ALIGN, 32 * ALIGN] {
                 let file = tempfile::NamedTempFile::new().unwrap();
@@ -177,10 +178,10 @@ mod tests {
                 let file = File::open(file.path()).unwrap();
                 file.sync_all().unwrap();
                 #[cfg(target_os = "linux")]
-                for range in ranges {
+                for &(from, to) in ranges {
                     use std::os::fd::AsRawFd;
                     // SAFETY: advice about an open descriptor's pages; no memory of ours.
-                    unsafe { libc::posix_fadvise(file.as_raw_fd(), range.start as i64, range.len() as i64, libc::POSIX_FADV_DONTNEED) };
+                    unsafe { libc::posix_fadvise(file.as_raw_fd(), from as i64, (to - from) as i64, libc::POSIX_FADV_DONTNEED) };
                 }
                 let mut back = Vec::new();
                 DiskReader::with_buffers(&file, buffer_bytes).unwrap().read_to_end(&mut back).unwrap();
