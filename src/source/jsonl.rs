@@ -18,6 +18,7 @@ use super::{Compression, Input, Piece};
 use super::layout::Cell;
 use crate::lines::{line_at, LineBlocks};
 use crate::storage::{MappedFile, Opener};
+use crate::timestamp::DateCache;
 
 const CHUNK_BYTES: usize = 8 << 20;
 
@@ -62,6 +63,7 @@ pub(super) fn decode(rows: &Rows, bytes: &[u8], mut accept: impl FnMut(FullRow<'
     let mut key = Vec::with_capacity(128);
     let mut tally = PieceTally::default();
     let mut picker = FieldPicker::new(names);
+    let mut dates = DateCache::default();
     let mut at = 0;
     while at < bytes.len() {
         tally.lines += 1;
@@ -84,7 +86,7 @@ pub(super) fn decode(rows: &Rows, bytes: &[u8], mut accept: impl FnMut(FullRow<'
         at = next;
         let line_no = tally.lines;
         match parsed {
-            Ok(text) => rows.take(&cells, &mut key, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) })),
+            Ok(text) => rows.take(&cells, &mut key, &mut dates, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) })),
             Err(reason) => tally.reject(line_no, reason),
         }
     }

@@ -139,15 +139,21 @@ impl Layout {
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
     /// deferred to `finish_signature`) and returns the row's facts, or why it is rejected.
     pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
-        if let Some(facts) = self.direct.as_ref().and_then(|direct| extract_plain(direct, cells, key)) {
+        DATES.with(|dates| self.extract_dated(cells, key, &mut dates.borrow_mut()))
+    }
+
+    /// `extract` with the dates the caller's rows met so far (a reader keeps one cache for a
+    /// piece: no thread-local lookup for every row).
+    pub fn extract_dated<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache) -> Result<RowFacts<'a>, String> {
+        if let Some(facts) = self.direct.as_ref().and_then(|direct| extract_plain(direct, cells, key, dates)) {
             return Ok(facts);
         }
-        self.extract_any(cells, key)
+        self.extract_any(cells, key, dates)
     }
 
     /// `extract` for any row.
     #[inline(never)]
-    fn extract_any<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
+    fn extract_any<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache) -> Result<RowFacts<'a>, String> {
         key.clear();
         for slot in &self.slots {
             match &cells[slot.column] {
@@ -166,9 +172,7 @@ impl Layout {
         let time_name = &self.columns[self.time];
         let time = match &cells[self.time] {
             Cell::Time(v) => *v,
-            Cell::Str(s) => DATES
-                .with(|dates| dates.borrow_mut().parse(s))
-                .ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
+            Cell::Str(s) => dates.parse(s).ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
             absent_value @ (Cell::Missing | Cell::Null) => return Err(absent(time_name, absent_value)),
             other => return Err(format!("field `{time_name}`: expected an RFC 3339 timestamp, got {}", other.kind())),
         };
@@ -267,7 +271,7 @@ impl Layout {
 /// `extract` gives such a row, or None for any other row (or a time that does not parse),
 /// which then goes the general way (that names why it is rejected).
 #[inline]
-fn extract_plain<'a>(plain: &DirectColumns, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Option<RowFacts<'a>> {
+fn extract_plain<'a>(plain: &DirectColumns, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache) -> Option<RowFacts<'a>> {
     let (Cell::Str(id), Cell::Str(time)) = (&cells[plain.id], &cells[plain.time]) else {
         return None;
     };
@@ -276,7 +280,7 @@ fn extract_plain<'a>(plain: &DirectColumns, cells: &'a [Cell<'a>], key: &mut Vec
         Some(Cell::Int(v)) => *v,
         Some(_) => return None,
     };
-    let time = DATES.with(|dates| dates.borrow_mut().parse(time))?;
+    let time = dates.parse(time)?;
     key.clear();
     for &col in &plain.signature {
         let Cell::Str(text) = &cells[col] else { return None };
@@ -433,8 +437,8 @@ mod tests {
         loop {
             let cells: Vec<Cell> = pick.iter().zip(&columns).map(|(&i, c)| c[i].clone()).collect();
             let (mut plain_key, mut any_key) = (b"stale".to_vec(), b"old".to_vec());
-            let general = layout.extract_any(&cells, &mut any_key);
-            if let Some(facts) = extract_plain(plain, &cells, &mut plain_key) {
+            let general = layout.extract_any(&cells, &mut any_key, &mut DateCache::default());
+            if let Some(facts) = extract_plain(plain, &cells, &mut plain_key, &mut DateCache::default()) {
                 let general = general.expect("a row read plainly is accepted");
                 assert_eq!((&facts.id, facts.time, facts.attempts, &plain_key), (&general.id, general.time, general.attempts, &any_key), "{cells:?}");
                 taken += 1;

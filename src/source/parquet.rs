@@ -292,7 +292,7 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
         }
         cells.clear();
         cells.extend(columns.iter().map(|c| c.cell(i)));
-        rows.take(&cells, &mut key, i as u64 + 1, &mut tally, &mut take);
+        rows.take(&cells, &mut key, &mut dates, i as u64 + 1, &mut tally, &mut take);
     }
     match failed {
         Some(e) => Err(e),

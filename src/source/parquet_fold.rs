@@ -98,7 +98,7 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, colu
             }
             None => {
                 columns.cells(plan, layout.columns.len(), i, &mut cells);
-                rows.take(&cells, &mut key, i as u64 + 1, &mut tally, |key, row| acc.add(key, &row));
+                rows.take(&cells, &mut key, &mut dates, i as u64 + 1, &mut tally, |key, row| acc.add(key, &row));
                 (NO_KEY, 0)
             }
         };

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{Reject, Tally, Window, NAMED_REJECTS};
 use super::layout::{Cell, Layout, RowFacts};
+use crate::timestamp::DateCache;
 
 /// An accepted row: its raw signature key, facts, and (when asked for) the full record.
 pub struct FullRow<'a> {
@@ -77,8 +78,8 @@ impl Rows<'_> {
     /// One row's cells: `accept` gets the key and facts of a row inside the window; anything
     /// else is counted (and a reject named) in `tally`.
     #[inline]
-    pub fn take<'c>(&self, cells: &'c [Cell<'c>], key: &mut Vec<u8>, line: u64, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
-        match self.layout.extract(cells, key) {
+    pub fn take<'c>(&self, cells: &'c [Cell<'c>], key: &mut Vec<u8>, dates: &mut DateCache, line: u64, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
+        match self.layout.extract_dated(cells, key, dates) {
             Ok(facts) => self.take_facts(key, facts, tally, accept),
             Err(reason) => tally.reject(line, reason),
         }
