@@ -49,11 +49,6 @@ impl Cell<'_> {
     }
 }
 
-thread_local! {
-    /// The dates this thread has parsed: a dump's times fall on few days (see `DateCache`).
-    static DATES: std::cell::RefCell<DateCache> = std::cell::RefCell::new(DateCache::default());
-}
-
 /// What a row contributes besides its signature.
 #[derive(Clone, Debug)]
 pub struct RowFacts<'a> {
@@ -138,13 +133,8 @@ impl Layout {
 
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
     /// deferred to `finish_signature`) and returns the row's facts, or why it is rejected.
-    pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>) -> Result<RowFacts<'a>, String> {
-        DATES.with(|dates| self.extract_dated(cells, key, &mut dates.borrow_mut()))
-    }
-
-    /// `extract` with the dates the caller's rows met so far (a reader keeps one cache for a
-    /// piece: no thread-local lookup for every row).
-    pub fn extract_dated<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache) -> Result<RowFacts<'a>, String> {
+    /// `dates` are those the caller's rows met so far (a reader keeps one cache for a piece).
+    pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache) -> Result<RowFacts<'a>, String> {
         if let Some(facts) = self.direct.as_ref().and_then(|direct| extract_plain(direct, cells, key, dates)) {
             return Ok(facts);
         }
@@ -360,7 +350,7 @@ mod tests {
         assert_eq!(layout.columns, ["capture_id", "capture_timestamp", "attempts", "stage", "reject_reason", "registry_revision"]);
         let cells = vision_cells(Cell::Str("Inference".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(2));
         let mut key = Vec::new();
-        let facts = layout.extract(&cells, &mut key).unwrap();
+        let facts = layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
         assert_eq!(facts.id, "cap-1");
         assert_eq!(facts.attempts, 2);
         assert_eq!(split_parts(&key).collect::<Vec<_>>(), ["Inference", " Low_Confidence ", " det-v8 "]);
@@ -383,7 +373,7 @@ mod tests {
             (vision_cells(Cell::Float(0.5), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got number"),
         ];
         for (cells, reason) in cases {
-            assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), reason);
+            assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), reason);
         }
     }
 
@@ -393,17 +383,17 @@ mod tests {
         cells[0] = Cell::Int(42);
         let mut key = Vec::new();
         let layout = Layout::new(&Profile::load("vision").unwrap());
-        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `capture_id`: expected a string, got number");
+        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), "field `capture_id`: expected a string, got number");
 
         let toml = "id = 'capture_id'\nid_type = 'scalar'\ntime = 'capture_timestamp'\nattempts = 'attempts'\n\
                     [[signature]]\nfield = 'stage'\ntype = 'scalar'\n[[signature]]\nfield = 'reject_reason'\n[[signature]]\nfield = 'registry_revision'\n";
         let layout = Layout::new(&crate::profile::from_toml(toml, "t.toml").unwrap());
         cells[3] = Cell::Int(7);
-        let facts = layout.extract(&cells, &mut key).unwrap();
+        let facts = layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
         assert_eq!(facts.id, "42");
         assert_eq!(split_parts(&key).next(), Some("7"));
         cells[4] = Cell::Int(7);
-        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `reject_reason`: expected a string, got number");
+        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), "field `reject_reason`: expected a string, got number");
     }
 
     #[test]
@@ -411,8 +401,8 @@ mod tests {
         let layout = Layout::new(&Profile::load("vision").unwrap());
         let mut key = Vec::new();
         let t = || Cell::Str("2026-10-01T00:00:00Z".into());
-        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Missing), &mut key).unwrap().attempts, 0);
-        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Str("3".into())), &mut key).unwrap().attempts, 3);
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Missing), &mut key, &mut DateCache::default()).unwrap().attempts, 0);
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Str("3".into())), &mut key, &mut DateCache::default()).unwrap().attempts, 3);
     }
 
     /// Every row the plain reading takes gets from it what the general one gives: the same
@@ -469,14 +459,14 @@ mod tests {
             Cell::Str("timed out after 30s talking to 10.0.0.7".into()),
         ];
         let mut key = Vec::new();
-        layout.extract(&cells, &mut key).unwrap();
+        layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
         assert_eq!(layout.finish_signature(&key), ["orders", "transient", "TimeoutError", "timed out after <*> talking to <*>"]);
         // Null means absent too; a number is not a category.
         let mut cells = cells;
         cells[4] = Cell::Null;
-        layout.extract(&cells, &mut key).unwrap();
+        layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
         assert_eq!(layout.finish_signature(&key)[1], "transient");
         cells[4] = Cell::Int(3);
-        assert_eq!(layout.extract(&cells, &mut key).unwrap_err(), "field `error_category`: expected a string, got number");
+        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), "field `error_category`: expected a string, got number");
     }
 }

@@ -79,7 +79,7 @@ impl Rows<'_> {
     /// else is counted (and a reject named) in `tally`.
     #[inline]
     pub fn take<'c>(&self, cells: &'c [Cell<'c>], key: &mut Vec<u8>, dates: &mut DateCache, line: u64, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
-        match self.layout.extract_dated(cells, key, dates) {
+        match self.layout.extract(cells, key, dates) {
             Ok(facts) => self.take_facts(key, facts, tally, accept),
             Err(reason) => tally.reject(line, reason),
         }
