@@ -35,11 +35,8 @@ impl DateCache {
     #[inline(always)]
     pub fn parse(&mut self, text: &str) -> Option<i64> {
         if let Ok::<&[u8; 20], _>(b) = text.as_bytes().try_into() {
-            let word = u64::from_le_bytes(b[11..19].try_into().expect("8 bytes"));
-            if b[10] == b'T' && b[19] == b'Z' {
-                if let (Some(clock), Some(days)) = (clock_seconds(word), self.known_days(b)) {
-                    return Some((days * 86_400 + clock) * 1_000_000);
-                }
+            if let Some(micros) = self.known_days(b).and_then(|days| whole_seconds_utc(b, days)) {
+                return Some(micros);
             }
         }
         self.parse_any(text)
@@ -156,6 +153,7 @@ fn seconds_of_day(hour: u32, minute: u32, second: u32) -> Option<i64> {
 
 /// `after_date` for the form most dumps write, `THH:MM:SSZ` and nothing more. None for
 /// anything else (`after_date` then reads it).
+#[inline(always)]
 fn whole_seconds_utc(b: &[u8], days: i64) -> Option<i64> {
     let [b'T', time @ .., b'Z'] = b.get(10..)? else { return None };
     let word = u64::from_le_bytes((*time).try_into().ok()?);
