@@ -1,5 +1,6 @@
 //! What reading and writing past the page cache share: buffers aligned as O_DIRECT needs them,
-//! and switching a descriptor's O_DIRECT on and off (Linux; elsewhere files stay buffered).
+//! switching a descriptor's O_DIRECT on and off (Linux; elsewhere files stay buffered), and
+//! telling which of a file's pages the cache already holds, to read those from it.
 
 use std::fs::File;
 
