@@ -61,8 +61,9 @@ pub struct Args {
     format: SummaryFormat,
 }
 
-/// Line buffers kept for reuse: about as many as batches are decoded at once.
-const SPARE_LINES: usize = 4;
+/// Line buffers kept for reuse: about as many as batches are alive at once (decoding, waiting
+/// for the writer, being hashed), so that a batch seldom starts on fresh memory.
+const SPARE_LINES: usize = 8;
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let policy = match &args.policy {
@@ -100,18 +101,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let mut writer = ManifestWriter::create(output, &args.output.to_string(), header)?;
     let mut review = Review::default();
-    // Line buffers written go back to be filled again: fresh memory costs page faults.
+    // Line buffers written go back to be filled again: fresh memory costs page faults. A fresh
+    // one starts as large as the largest batch yet, not growing (and copying) as it fills.
     let spare_lines = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
+    let largest = std::sync::atomic::AtomicUsize::new(0);
+    let fresh = || Vec::with_capacity(largest.load(std::sync::atomic::Ordering::Relaxed));
     let tally = prepared.scan().records(
         &prepared.inputs,
-        || PlannedBatch::with_lines(spare_lines.lock().expect("not poisoned").pop().unwrap_or_default()),
+        || PlannedBatch::with_lines(spare_lines.lock().expect("not poisoned").pop().unwrap_or_else(fresh)),
         |batch, row| planner.add(batch, row),
         |mut batch| {
             let lines = std::mem::take(&mut batch.lines);
+            largest.fetch_max(lines.len(), std::sync::atomic::Ordering::Relaxed);
             let hashed = writer.write_lines(lines, batch.entries, &batch.counts)?;
             let mut spare = spare_lines.lock().expect("not poisoned");
             spare.extend(hashed);
-            // Enough for the batches being decoded; more would only hold memory.
+            // Enough for the batches alive at once; more would only hold memory.
             spare.truncate(SPARE_LINES);
             for (signature, counts) in batch.by_signature() {
                 review.add_counts(signature, &counts);
