@@ -8,7 +8,7 @@ pub mod summary;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::manifest::{Decision, DecisionCounts};
@@ -200,11 +200,7 @@ impl<'a> Planner<'a> {
             .map(|(part, field)| match part {
                 Some(part) => part.clone(),
                 None => {
-                    let value = match record {
-                        Record::Object(map) => map.get(field).cloned(),
-                        Record::Text(text) => serde_json::from_str::<Map<String, Value>>(text).ok().and_then(|mut m| m.remove(field)),
-                    };
-                    match value {
+                    match record.field(field) {
                         Some(Value::String(s)) => s.trim().to_string(),
                         Some(Value::Null) | None => String::new(),
                         Some(other) => other.to_string(),
@@ -233,10 +229,7 @@ fn write_entry(out: &mut Vec<u8>, key: &str, decision: Decision, signature_json:
     out.extend_from_slice(b",\"max_attempts\":");
     out.extend_from_slice(itoa::Buffer::new().format(max_attempts).as_bytes());
     out.extend_from_slice(b",\"record\":");
-    match record {
-        Record::Text(text) => out.extend_from_slice(text.as_bytes()),
-        Record::Object(map) => serde_json::to_writer(&mut *out, map).expect("records serialise"),
-    }
+    record.write_json(out);
     out.extend_from_slice(b"}\n");
 }
 

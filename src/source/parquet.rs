@@ -20,7 +20,7 @@ use polars_buffer::Buffer;
 
 use super::parquet_fold::{PageColumns, Times};
 use super::parquet_pages::{Codes, Ints, Texts};
-use super::parquet_json::RowWriter;
+use super::parquet_json::{ParquetRow, RowWriter};
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::Input;
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
@@ -271,20 +271,18 @@ impl AsRef<[u8]> for Sparse {
 pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
     let columns = rows.layout.columns.iter().map(|name| Column::from_frame(df, name)).collect::<Result<Vec<_>>>()?;
     let writer = records.then(|| RowWriter::new(df)).transpose()?;
-    let mut json = Vec::new();
     let direct = Direct::new(rows, &columns);
     let mut dates = DateCache::default();
     let mut key = Vec::with_capacity(128);
     let mut cells: Vec<Cell> = Vec::with_capacity(columns.len());
     let mut tally = PieceTally { lines: df.height() as u64, ..PieceTally::default() };
-    let mut failed = None;
     for i in 0..df.height() {
-        let mut take = |key: &[u8], facts: RowFacts<'_>| match &writer {
-            None => accept(FullRow { key, facts, record: Record::Text("") }),
-            Some(writer) => match record(writer, i, &mut json) {
-                Ok(record) => accept(FullRow { key, facts, record }),
-                Err(e) => failed = Some(e),
-            },
+        let mut take = |key: &[u8], facts: RowFacts<'_>| {
+            let record = match &writer {
+                None => Record::Text(""),
+                Some(writer) => Record::Row(ParquetRow::new(writer, i)),
+            };
+            accept(FullRow { key, facts, record })
         };
         if let Some(row) = direct.as_ref().and_then(|d| d.row(i, &mut key, &mut dates)) {
             rows.take_facts(&key, row, &mut tally, &mut take);
@@ -294,20 +292,7 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
         cells.extend(columns.iter().map(|c| c.cell(i)));
         rows.take(&cells, &mut key, &mut dates, i as u64 + 1, &mut tally, &mut take);
     }
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(tally),
-    }
-}
-
-/// Row `i`'s whole record as JSON text in `json`.
-fn record<'j>(writer: &RowWriter, i: usize, json: &'j mut Vec<u8>) -> Result<Record<'j>> {
-    json.clear();
-    writer.write(i, json)?;
-    debug_assert!(std::str::from_utf8(json).is_ok(), "a row writes as UTF-8");
-    // SAFETY: a row writer appends only UTF-8: JSON punctuation, ASCII numbers, and `str`
-    // values and names as they are or as serde_json escapes them.
-    Ok(Record::Text(unsafe { std::str::from_utf8_unchecked(json) }))
+    Ok(tally)
 }
 
 /// A column converted to one of the few physical shapes the profile can interpret.

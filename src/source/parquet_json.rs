@@ -106,8 +106,8 @@ impl RowWriter {
         Ok(RowWriter { columns })
     }
 
-    /// Row `i` as a JSON object, appended to `out`.
-    pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+    /// Row `i` (of the frame's) as a JSON object, appended to `out`.
+    pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) {
         out.push(b'{');
         for (n, (name, values)) in self.columns.iter().enumerate() {
             if n > 0 {
@@ -129,7 +129,7 @@ impl RowWriter {
                     None => out.extend_from_slice(b"null"),
                 },
                 // serde_json writes a finite double the shortest way back (ryu), anything else as null.
-                Values::Float(ca) => serde_json::to_writer(&mut *out, &ca.get(i))?,
+                Values::Float(ca) => serde_json::to_writer(&mut *out, &ca.get(i)).expect("numbers serialise"),
                 Values::Bool(ca) => match ca.get(i) {
                     Some(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
                     None => out.extend_from_slice(b"null"),
@@ -142,11 +142,33 @@ impl RowWriter {
                     Some(days) => write_json_string(out, &timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10]),
                     None => out.extend_from_slice(b"null"),
                 },
-                Values::Other(s) => serde_json::to_writer(&mut *out, &to_json(s.get(i)?))?,
+                Values::Other(s) => serde_json::to_writer(&mut *out, &to_json(s.get(i).expect("a row of the frame"))).expect("values serialise"),
             }
         }
         out.push(b'}');
-        Ok(())
+    }
+}
+
+/// One row of a frame, written as JSON where its record goes.
+pub struct ParquetRow<'w> {
+    writer: &'w RowWriter,
+    row: usize,
+}
+
+impl<'w> ParquetRow<'w> {
+    pub(super) fn new(writer: &'w RowWriter, row: usize) -> ParquetRow<'w> {
+        ParquetRow { writer, row }
+    }
+
+    pub(super) fn write(&self, out: &mut Vec<u8>) {
+        self.writer.write(self.row, out);
+    }
+
+    /// One field of the row, as JSON, if the frame has it.
+    pub(super) fn field(&self, name: &str) -> Option<serde_json::Value> {
+        let mut json = Vec::new();
+        self.write(&mut json);
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&json).expect("a written row parses").remove(name)
     }
 }
 
@@ -163,7 +185,7 @@ mod tests {
         let writer = RowWriter::new(df).unwrap();
         for (i, row) in rows(df).unwrap().iter().enumerate() {
             let mut ours = Vec::new();
-            writer.write(i, &mut ours).unwrap();
+            writer.write(i, &mut ours);
             assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(row).unwrap(), "row {i}");
         }
     }

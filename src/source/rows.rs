@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{Reject, Tally, Window, NAMED_REJECTS};
 use super::layout::{Cell, Layout, RowFacts};
+use super::parquet_json::ParquetRow;
 use crate::timestamp::DateCache;
 
 /// An accepted row: its raw signature key, facts, and (when asked for) the full record.
@@ -15,17 +16,42 @@ pub struct FullRow<'a> {
     pub record: Record<'a>,
 }
 
-/// A whole record: a JSON line's own text (kept byte for byte), or a row as a JSON object.
+/// A whole record: a JSON line's own text (kept byte for byte), a row as a JSON object, or a
+/// Parquet row, written as JSON straight where it goes (not first into a buffer of its own).
 pub enum Record<'a> {
     Text(&'a str),
     Object(Map<String, Value>),
+    Row(ParquetRow<'a>),
 }
 
 impl Record<'_> {
+    /// The record as JSON, appended to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Record::Text(text) => out.extend_from_slice(text.as_bytes()),
+            Record::Object(map) => serde_json::to_writer(&mut *out, map).expect("records serialise"),
+            Record::Row(row) => row.write(out),
+        }
+    }
+
     pub fn into_object(self) -> Map<String, Value> {
         match self {
             Record::Text(text) => serde_json::from_str(text).expect("a line that parsed once parses again"),
             Record::Object(map) => map,
+            row @ Record::Row(_) => {
+                let mut json = Vec::new();
+                row.write_json(&mut json);
+                serde_json::from_slice(&json).expect("a written row parses")
+            }
+        }
+    }
+
+    /// One field of the record, if it has it.
+    pub fn field(&self, name: &str) -> Option<Value> {
+        match self {
+            Record::Object(map) => map.get(name).cloned(),
+            Record::Text(text) => serde_json::from_str::<Map<String, Value>>(text).ok().and_then(|mut m| m.remove(name)),
+            Record::Row(row) => row.field(name),
         }
     }
 }
