@@ -42,6 +42,11 @@ impl IdempotencyKey {
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).expect("hex digits")
     }
+
+    /// The key's digits: lowercase hex, which JSON writes between quotes as they are.
+    fn digits(&self) -> &[u8; 16] {
+        &self.0
+    }
 }
 
 pub struct Planner<'a> {
@@ -145,7 +150,7 @@ impl<'a> Planner<'a> {
         } else {
             row.record
         };
-        write_entry(&mut batch.lines, key.as_str(), decision, &facts.signature_json, id, attempts, facts.max_attempts, &record);
+        write_entry(&mut batch.lines, &key, decision, &facts.signature_json, id, attempts, facts.max_attempts, &record);
         plan.counts.add(decision);
         batch.counts.add(decision);
         batch.entries += 1;
@@ -215,10 +220,10 @@ impl<'a> Planner<'a> {
 /// One entry as a manifest line (with its newline), in `Entry`'s field order, byte for byte
 /// what serde_json writes for an `Entry`; the record goes in as it was read.
 #[allow(clippy::too_many_arguments)]
-fn write_entry(out: &mut Vec<u8>, key: &str, decision: Decision, signature_json: &[u8], id: &str, attempts: i64, max_attempts: i64, record: &Record) {
-    out.extend_from_slice(b"{\"key\":");
-    crate::values::write_json_string(out, key);
-    out.extend_from_slice(b",\"decision\":\"");
+fn write_entry(out: &mut Vec<u8>, key: &IdempotencyKey, decision: Decision, signature_json: &[u8], id: &str, attempts: i64, max_attempts: i64, record: &Record) {
+    out.extend_from_slice(b"{\"key\":\"");
+    push_bytes(out, key.digits());
+    out.extend_from_slice(b"\",\"decision\":\"");
     push_bytes(out, decision.name().as_bytes());
     out.extend_from_slice(b"\",\"signature\":");
     push_bytes(out, signature_json);
