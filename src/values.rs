@@ -68,7 +68,7 @@ pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
 
 /// A string known to need no escaping, between quotes.
 #[inline]
-pub fn write_plain_json_string(out: &mut Vec<u8>, s: &str) {
+fn write_plain_json_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     push_bytes(out, s.as_bytes());
     out.push(b'"');

@@ -9,12 +9,19 @@ use polars::prelude::{
 use super::parquet::StrArray;
 use crate::json_scan::{needs_escape, word_needs_escape};
 use crate::timestamp;
-use crate::values::{push_bytes, to_json, write_json_string, write_plain_json_string};
+use crate::values::{push_bytes, to_json, write_json_string};
 
 /// Writes the rows of one frame as JSON objects, columns in frame order.
 pub(super) struct RowWriter {
-    /// Each column's `"name":` and values.
-    columns: Vec<(Vec<u8>, Values)>,
+    columns: Vec<ColumnWriter>,
+}
+
+/// A column's values and the bytes before each: `{` (the first column) or `,`, then `"name":`;
+/// and the same with a string's opening quote, to write a plain string in three moves.
+struct ColumnWriter {
+    before: Vec<u8>,
+    before_quote: Vec<u8>,
+    values: Values,
 }
 
 /// A column in the shape its JSON is written from.
@@ -77,7 +84,8 @@ impl RowWriter {
         let columns = df
             .columns()
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(n, c)| {
                 let s = c.as_materialized_series();
                 let values = match s.dtype() {
                     DataType::String => text_values(text_array(s.str()?)),
@@ -98,9 +106,11 @@ impl RowWriter {
                     DataType::Date => Values::Date(s.cast(&DataType::Int32)?.i32()?.rechunk().into_owned()),
                     _ => Values::Other(s.rechunk()),
                 };
-                let mut name = serde_json::to_vec(c.name().as_str()).expect("names serialise");
-                name.push(b':');
-                Ok((name, values))
+                let mut before = vec![if n == 0 { b'{' } else { b',' }];
+                serde_json::to_writer(&mut before, c.name().as_str()).expect("names serialise");
+                before.push(b':');
+                let before_quote = [&before[..], b"\""].concat();
+                Ok(ColumnWriter { before, before_quote, values })
             })
             .collect::<Result<_>>()?;
         Ok(RowWriter { columns })
@@ -108,15 +118,22 @@ impl RowWriter {
 
     /// Row `i` (of the frame's) as a JSON object, appended to `out`.
     pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) {
-        out.push(b'{');
-        for (n, (name, values)) in self.columns.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
+        if self.columns.is_empty() {
+            out.push(b'{');
+        }
+        for column in &self.columns {
+            if let Values::Str(ca, true) = &column.values {
+                if let Some(v) = ca.get(i) {
+                    push_bytes(out, &column.before_quote);
+                    push_bytes(out, v.as_bytes());
+                    out.push(b'"');
+                    continue;
+                }
             }
-            push_bytes(out, name);
-            match values {
-                Values::Str(ca, clean) => match ca.get(i) {
-                    Some(v) if *clean => write_plain_json_string(out, v),
+            push_bytes(out, &column.before);
+            match &column.values {
+                // A clean column's strings were written above.
+                Values::Str(ca, _) => match ca.get(i) {
                     Some(v) => write_json_string(out, v),
                     None => out.extend_from_slice(b"null"),
                 },
@@ -203,7 +220,7 @@ mod tests {
                 for (offset, len) in [(0, n), (0, n / 2), (n / 2, n - n / 2), (3, 4)] {
                     let frame = whole.slice(offset as i64, len);
                     same_as_serde_json(&frame);
-                    let clean = matches!(RowWriter::new(&frame).unwrap().columns[0].1, Values::Str(_, true));
+                    let clean = matches!(RowWriter::new(&frame).unwrap().columns[0].values, Values::Str(_, true));
                     assert_eq!(clean, !(offset..offset + len).contains(&at), "{special:?} at {at}, rows {offset}+{len}");
                 }
             }
@@ -220,6 +237,7 @@ mod tests {
         let columns: Vec<Column> = vec![
             Column::new("s".into(), text.iter().map(|s| Some(*s)).collect::<Vec<_>>()),
             Column::new("nulls".into(), vec![None::<&str>; n]),
+            Column::new("clean".into(), vec![Some("a"), None, Some("plain text past twelve bytes"), Some(""), None, Some("é"), Some("b")]),
             Column::new("i64".into(), ints.clone()),
             Series::new("i8".into(), vec![Some(-128i8), Some(127), None, Some(0), Some(1), Some(2), Some(3)]).into_column(),
             Series::new("u64".into(), vec![Some(u64::MAX), Some(0), None, Some(1), Some(2), Some(3), Some(4)]).into_column(),
@@ -240,5 +258,6 @@ mod tests {
             Column::new("we\"ird name".into(), ints),
         ];
         same_as_serde_json(&DataFrame::new(n, columns).unwrap());
+        same_as_serde_json(&DataFrame::new(n, Vec::new()).unwrap());
     }
 }
