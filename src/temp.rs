@@ -8,6 +8,12 @@ pub struct TempFile {
     path: PathBuf,
 }
 
+impl Default for TempFile {
+    fn default() -> TempFile {
+        TempFile::new()
+    }
+}
+
 impl TempFile {
     /// A fresh hidden name in `dir` (pass the target's folder to rename into place later).
     pub fn in_dir(dir: &Path) -> TempFile {

@@ -235,7 +235,7 @@ pub fn build(periods: Periods, layout: &Layout, options: &TrendOptions) -> Resul
         })
         .collect();
     // Stable sort over signature order: count descending, then signature values ascending.
-    series.sort_by(|a, b| b.total.cmp(&a.total));
+    series.sort_by_key(|s| std::cmp::Reverse(s.total));
     Ok(TrendReport {
         report: REPORT_ID.into(),
         every: options.every,
@@ -285,7 +285,7 @@ pub fn by_category(report: TrendReport) -> TrendReport {
             category,
         })
         .collect();
-    series.sort_by(|a, b| b.total.cmp(&a.total));
+    series.sort_by_key(|s| std::cmp::Reverse(s.total));
     TrendReport { series, signature_fields: fields, category_column: false, ..report }
 }
 

@@ -180,7 +180,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 fn check_flags(args: &Args) -> Result<()> {
     let positive = [("--concurrency", args.concurrency as f64), ("--failure-window", args.failure_window as f64), ("--timeout", args.timeout), ("--lease", args.lease)];
     for (flag, value) in positive.into_iter().chain(args.rate.map(|r| ("--rate", r))) {
-        if !(value > 0.0) {
+        if value.is_nan() || value <= 0.0 {
             anyhow::bail!("{flag} must be positive, got {value}");
         }
     }

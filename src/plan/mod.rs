@@ -245,6 +245,6 @@ mod tests {
     #[test]
     fn key_is_the_first_16_hex_of_sha256_of_the_seed_string() {
         // sha256("cap-1|inference|det-v8.0"), computed with coreutils' sha256sum.
-        assert_eq!(idempotency_key("cap-1", &["inference", "det-v8.0"]).as_str(), "e5723547563bdd9f");
+        assert_eq!(idempotency_key("cap-1", ["inference", "det-v8.0"]).as_str(), "e5723547563bdd9f");
     }
 }

@@ -217,7 +217,7 @@ fn remote_metadata(storage: &Storage, location: &Location, size: u64) -> Result<
         bail!("{size} bytes is too short");
     }
     let first = size.saturating_sub(FIRST_TAIL);
-    let tail = storage.read_ranges(location, &[first..size])?.remove(0);
+    let tail = storage.read_ranges(location, std::slice::from_ref(&(first..size)))?.remove(0);
     let footer_len = u32::from_le_bytes(tail[tail.len() - 8..tail.len() - 4].try_into().expect("4 bytes")) as u64;
     if &tail[tail.len() - 4..] != b"PAR1" || footer_len + TAIL > size {
         bail!("no Parquet footer");
@@ -225,7 +225,7 @@ fn remote_metadata(storage: &Storage, location: &Location, size: u64) -> Result<
     let start = size - TAIL - footer_len;
     let mut file = Sparse::new(size)?;
     if start < first {
-        file.put(start, &storage.read_ranges(location, &[start..first])?[0]);
+        file.put(start, &storage.read_ranges(location, std::slice::from_ref(&(start..first)))?[0]);
     }
     file.put(first, &tail);
     Ok(ParquetReader::new(Cursor::new(file)).get_metadata()?.clone())

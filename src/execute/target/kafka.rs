@@ -36,8 +36,11 @@ pub struct KafkaTarget {
     partitions: Mutex<HashMap<String, usize>>,
     /// Topics found missing even when asked for by name.
     missing: Mutex<HashSet<String>>,
-    producers: tokio::sync::Mutex<HashMap<(String, i32), Arc<BatchProducer<RecordAggregator>>>>,
+    producers: tokio::sync::Mutex<Producers>,
 }
+
+/// A producer for each topic and partition written to so far.
+type Producers = HashMap<(String, i32), Arc<BatchProducer<RecordAggregator>>>;
 
 impl KafkaTarget {
     /// `HOST:PORT[,HOST:PORT…][/TOPIC]`, the part after `kafka://`.
