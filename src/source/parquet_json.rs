@@ -19,6 +19,7 @@ pub(super) struct RowWriter {
 /// A column's values and the bytes before each: `{` (the first column) or `,`, then `"name":`;
 /// and the same with a string's opening quote, to write a plain string in three moves.
 struct ColumnWriter {
+    name: String,
     before: Vec<u8>,
     before_quote: Vec<u8>,
     values: Values,
@@ -110,7 +111,7 @@ impl RowWriter {
                 serde_json::to_writer(&mut before, c.name().as_str()).expect("names serialise");
                 before.push(b':');
                 let before_quote = [&before[..], b"\""].concat();
-                Ok(ColumnWriter { before, before_quote, values })
+                Ok(ColumnWriter { name: c.name().to_string(), before, before_quote, values })
             })
             .collect::<Result<_>>()?;
         Ok(RowWriter { columns })
@@ -131,38 +132,53 @@ impl RowWriter {
                 }
             }
             push_bytes(out, &column.before);
-            match &column.values {
-                // A clean column's strings were written above.
-                Values::Str(ca, _) => match ca.get(i) {
-                    Some(v) => write_json_string(out, v),
-                    None => out.extend_from_slice(b"null"),
-                },
-                Values::Int(ca) => match ca.get(i) {
-                    Some(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
-                    None => out.extend_from_slice(b"null"),
-                },
-                Values::UInt(ca) => match ca.get(i) {
-                    Some(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
-                    None => out.extend_from_slice(b"null"),
-                },
-                // serde_json writes a finite double the shortest way back (ryu), anything else as null.
-                Values::Float(ca) => serde_json::to_writer(&mut *out, &ca.get(i)).expect("numbers serialise"),
-                Values::Bool(ca) => match ca.get(i) {
-                    Some(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
-                    None => out.extend_from_slice(b"null"),
-                },
-                Values::Micros(ca) => match ca.get(i) {
-                    Some(v) => write_json_string(out, &timestamp::format_micros(v)),
-                    None => out.extend_from_slice(b"null"),
-                },
-                Values::Date(ca) => match ca.get(i) {
-                    Some(days) => write_json_string(out, &timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10]),
-                    None => out.extend_from_slice(b"null"),
-                },
-                Values::Other(s) => serde_json::to_writer(&mut *out, &to_json(s.get(i).expect("a row of the frame"))).expect("values serialise"),
-            }
+            column.values.write(i, out);
         }
         out.push(b'}');
+    }
+
+    /// The value of the column named `name` in row `i`, as the row's JSON gives it; None if
+    /// the frame has no such column.
+    pub(super) fn field(&self, i: usize, name: &str) -> Option<serde_json::Value> {
+        let column = self.columns.iter().find(|c| c.name == name)?;
+        let mut json = Vec::new();
+        column.values.write(i, &mut json);
+        Some(serde_json::from_slice(&json).expect("a written value parses"))
+    }
+}
+
+impl Values {
+    /// Row `i`'s value as JSON, appended to `out`.
+    fn write(&self, i: usize, out: &mut Vec<u8>) {
+        match self {
+            Values::Str(ca, _) => match ca.get(i) {
+                Some(v) => write_json_string(out, v),
+                None => out.extend_from_slice(b"null"),
+            },
+            Values::Int(ca) => match ca.get(i) {
+                Some(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+                None => out.extend_from_slice(b"null"),
+            },
+            Values::UInt(ca) => match ca.get(i) {
+                Some(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+                None => out.extend_from_slice(b"null"),
+            },
+            // serde_json writes a finite double the shortest way back (ryu), anything else as null.
+            Values::Float(ca) => serde_json::to_writer(&mut *out, &ca.get(i)).expect("numbers serialise"),
+            Values::Bool(ca) => match ca.get(i) {
+                Some(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
+                None => out.extend_from_slice(b"null"),
+            },
+            Values::Micros(ca) => match ca.get(i) {
+                Some(v) => write_json_string(out, &timestamp::format_micros(v)),
+                None => out.extend_from_slice(b"null"),
+            },
+            Values::Date(ca) => match ca.get(i) {
+                Some(days) => write_json_string(out, &timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10]),
+                None => out.extend_from_slice(b"null"),
+            },
+            Values::Other(s) => serde_json::to_writer(&mut *out, &to_json(s.get(i).expect("a row of the frame"))).expect("values serialise"),
+        }
     }
 }
 
@@ -183,9 +199,7 @@ impl<'w> ParquetRow<'w> {
 
     /// One field of the row, as JSON, if the frame has it.
     pub(super) fn field(&self, name: &str) -> Option<serde_json::Value> {
-        let mut json = Vec::new();
-        self.write(&mut json);
-        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&json).expect("a written row parses").remove(name)
+        self.writer.field(self.row, name)
     }
 }
 
@@ -203,6 +217,12 @@ mod tests {
         for (i, row) in rows(df).unwrap().iter().enumerate() {
             let mut ours = Vec::new();
             writer.write(i, &mut ours);
+            // A field reads as it does from the row's JSON (a line's text is read that way).
+            let read: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&ours).unwrap();
+            for (name, value) in &read {
+                assert_eq!(writer.field(i, name).as_ref(), Some(value), "row {i}, field {name}");
+            }
+            assert_eq!(writer.field(i, "no such column"), None);
             assert_eq!(String::from_utf8(ours).unwrap(), serde_json::to_string(row).unwrap(), "row {i}");
         }
     }
