@@ -75,6 +75,28 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     word(a, n - 8) == word(b, n - 8)
 }
 
+/// The text of the value of top-level field `name` in the JSON object `text` (the last one if
+/// the name repeats, as a parsed object keeps it), or None if it has none or `text` is not an
+/// object: one field of a record is then parsed, not the whole record.
+pub fn field_text<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let mut p = Parser::new(text);
+    p.ws();
+    if p.peek() != Some(b'{') {
+        return None;
+    }
+    let mut found = None;
+    p.object(|p, key| {
+        let start = p.pos;
+        p.skip_value(1)?;
+        if key == name {
+            found = Some(start..p.pos);
+        }
+        Ok(())
+    })
+    .ok()?;
+    found.map(|value| &text[value])
+}
+
 /// Whether `text` holds a byte JSON must escape in a string (`"`, `\\`, a control character).
 pub fn needs_escape(text: &[u8]) -> bool {
     needs_escape_with(text, Kernel::detected())
@@ -656,6 +678,27 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A field's text, parsed, is the value a parsed object holds under that name: for every
+    /// name of lines with nested values, escaped keys, repeated keys and numbers, and for a
+    /// name they lack.
+    #[test]
+    fn a_field_parsed_alone_is_the_objects_value() {
+        let lines = [
+            r#"{"id":"cap-1","stage":"inference","attempts":3,"score":3.3999999521443642e38,"ok":true,"none":null}"#,
+            r#" { "a\u0062" : [1, {"ab": 2}], "ab" : {"x": "y\"z"}, "c": -0.0 , "tab\t": "\u00e9"} "#,
+            r#"{"dup":1,"x":{"dup":2},"dup":"last"}"#,
+            r#"{}"#,
+        ];
+        for line in lines {
+            let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).unwrap();
+            for (name, value) in object.iter().map(|(k, v)| (k.as_str(), Some(v))).chain([("missing", None)]) {
+                let alone = field_text(line, name).map(|text| serde_json::from_str::<serde_json::Value>(text).unwrap());
+                assert_eq!(alone.as_ref(), value, "{name} in {line}");
+            }
+        }
+        assert_eq!(field_text("[1]", "a"), None);
+    }
 
     /// The stop byte every kernel finds, from every start, in text where stops are rare and
     /// where they are everywhere: all agree with a byte-by-byte search.

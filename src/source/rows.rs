@@ -50,7 +50,7 @@ impl Record<'_> {
     pub fn field(&self, name: &str) -> Option<Value> {
         match self {
             Record::Object(map) => map.get(name).cloned(),
-            Record::Text(text) => serde_json::from_str::<Map<String, Value>>(text).ok().and_then(|mut m| m.remove(name)),
+            Record::Text(text) => crate::json_scan::field_text(text, name).and_then(|value| serde_json::from_str(value).ok()),
             Record::Row(row) => row.field(name),
         }
     }
