@@ -43,7 +43,8 @@ impl Kernel {
         match self {
             Kernel::Portable => true,
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            // Every CPU with AVX2 has BMI1 too, but a virtual machine may hide one.
+            Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi1"),
             #[cfg(not(target_arch = "x86_64"))]
             Kernel::Avx2 => false,
         }
@@ -218,25 +219,28 @@ pub(crate) mod avx2 {
     /// blocks that fit in `s`.
     ///
     /// # Safety
-    /// The CPU must have AVX2.
-    #[target_feature(enable = "avx2")]
+    /// The CPU must have AVX2 and BMI1, and `pos + 32 <= s.len()`.
+    #[target_feature(enable = "avx2,bmi1")]
     #[inline]
     pub unsafe fn string_stop_and_high(s: &[u8], mut pos: usize) -> Option<(usize, bool)> {
         let mut high = 0u32;
-        while pos + 32 <= s.len() {
-            // SAFETY: the 32 bytes from `pos` are inside `s`.
+        loop {
+            // SAFETY: the 32 bytes from `pos` are inside `s` (checked below after the first).
             let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(pos).cast()) };
             // SAFETY: the caller's CPU has AVX2.
             let stop = unsafe { stop_mask(v) };
             let above = _mm256_movemask_epi8(v) as u32;
             if stop != 0 {
-                let at = stop.trailing_zeros();
-                return Some((pos + at as usize, (high | above & !(u32::MAX << at)) != 0));
+                // The bytes up to the stop (itself ASCII): BMI1's `blsmsk`.
+                let before = stop ^ stop.wrapping_sub(1);
+                return Some((pos + stop.trailing_zeros() as usize, (high | above & before) != 0));
             }
             high |= above;
             pos += 32;
+            if pos + 32 > s.len() {
+                return None;
+            }
         }
-        None
     }
 
     /// Whether the 32 bytes from `at` hold `wide`'s bytes where `keep` has a bit set.

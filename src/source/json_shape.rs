@@ -21,58 +21,77 @@ use crate::json_scan::Parser;
 /// one), and the rest is the same text.
 pub(super) struct Shape {
     steps: Vec<Step>,
-    tail: Run,
-    /// Every value of the line it was taken from was a string, an integer `read_raw` takes or
-    /// a literal, no key came twice and the tail does not end in `\r`: lines of other shapes
-    /// are never tried raw (see `ShapeRecorder::finish`).
+    tail: Vec<u8>,
+    /// How `read_raw` reads a line of this shape; empty when it does not. Only lines whose
+    /// every value was a string, an integer `read_raw` takes or a literal, with no key given
+    /// twice and a tail that does not end in `\r`, are read raw (see `ShapeRecorder::finish`).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    raw: bool,
-}
-
-/// Bytes a line holds between two values, also padded to 32 for one AVX2 comparison.
-// Only x86-64 reads lines raw.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-struct Run {
-    bytes: Vec<u8>,
-    wide: [u8; 32],
-    /// One bit for each of the first (at most 32) bytes.
-    keep: u32,
-}
-
-impl Run {
-    fn new(bytes: Vec<u8>) -> Run {
-        let mut wide = [0; 32];
-        let n = bytes.len().min(32);
-        wide[..n].copy_from_slice(&bytes[..n]);
-        let keep = if n == 32 { u32::MAX } else { (1 << n) - 1 };
-        Run { bytes, wide, keep }
-    }
-
-    /// Where the run ends if `chunk` holds it from `at`.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    unsafe fn skip(&self, chunk: &[u8], at: usize) -> Option<usize> {
-        let n = self.bytes.len();
-        let same = if n <= 32 && at + 32 <= chunk.len() {
-            // SAFETY: the 32 bytes from `at` are inside `chunk`.
-            unsafe { avx2::same_where(chunk, at, &self.wide, self.keep) }
-        } else {
-            chunk.get(at..at + n) == Some(&self.bytes[..])
-        };
-        same.then_some(at + n)
-    }
+    raw: Vec<RawStep>,
+    /// How many cells a line of this shape fills: one more than its highest slot.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    cells: usize,
 }
 
 struct Step {
-    before: Run,
+    /// The bytes before the value (and a string's opening quote).
+    before: Vec<u8>,
     /// The value is a string, and `before` ends with its opening quote.
     string: bool,
     /// The cell the value fills, if it is a named field.
     slot: Option<usize>,
+}
+
+/// One move of `read_raw`: up to 32 bytes of the text between two values, compared at once,
+/// then the value after them. A longer run of text is cut into pieces of 32 bytes, the ones
+/// before its last without a value; so is the tail, all without one.
+#[derive(Clone, Copy)]
+// One cache line a step.
+#[repr(align(64))]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+struct RawStep {
+    /// The piece's bytes, padded with zeros to 32, and a bit for each of them.
+    wide: [u8; 32],
+    keep: u32,
+    len: u32,
+    value: RawValue,
+    /// The cell the value fills, or `NO_SLOT`.
+    slot: u32,
+    /// The step (in `Shape::steps`) whose run the piece ends, for `resume`.
+    step: u32,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+enum RawValue {
+    None,
+    String,
+    Scalar,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+impl RawStep {
+    /// The pieces of `run` (at least one), the last followed by `value`.
+    fn pieces(run: &[u8], value: RawValue, slot: Option<usize>, step: usize) -> impl Iterator<Item = RawStep> + '_ {
+        let pieces = run.len().div_ceil(32).max(1);
+        (0..pieces).map(move |i| {
+            let piece = &run[(i * 32).min(run.len())..((i + 1) * 32).min(run.len())];
+            let mut wide = [0; 32];
+            wide[..piece.len()].copy_from_slice(piece);
+            let last = i + 1 == pieces;
+            RawStep {
+                wide,
+                keep: if piece.len() == 32 { u32::MAX } else { (1 << piece.len()) - 1 },
+                len: piece.len() as u32,
+                value: if last { value } else { RawValue::None },
+                slot: match slot {
+                    Some(slot) if last => slot as u32,
+                    _ => NO_SLOT,
+                },
+                step: step as u32,
+            }
+        })
+    }
 }
 
 impl Step {
@@ -125,18 +144,20 @@ impl Shape {
     #[inline(always)]
     fn read_with<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
         for step in &self.steps {
-            if !(p.expect(&step.before.bytes) && step.read_value(p, cells)) {
+            if !(p.expect(&step.before) && step.read_value(p, cells)) {
                 return false;
             }
         }
-        p.expect(&self.tail.bytes) && p.at_end()
+        p.expect(&self.tail) && p.at_end()
     }
 
     /// Reads the line that starts at `start` of `chunk` straight from the bytes, when it has
     /// this shape and its values need only the plainest reading (strings with nothing escaped,
-    /// integers of up to 18 digits, literals): returns where the line ends (at its `\n`, its
-    /// `\r\n` or the chunk's end) with the named cells set. None leaves the line to `read`,
-    /// cells possibly half filled.
+    /// integers of up to 18 digits, literals): returns where the line ends (at its `\n` or its
+    /// `\r\n`) with the named cells set, and whether they own nothing (no string had to be
+    /// unescaped). None leaves the line to `read`, cells possibly half filled; so does a line
+    /// that ends within 64 bytes of the chunk's end (one a chunk). The cells must own no
+    /// string: the values they held are overwritten, not dropped.
     ///
     /// Such a line is valid UTF-8 and valid JSON: the bytes between its values were cut from a
     /// valid line next to ASCII bytes (quotes, digits, letters), a string holding a byte above
@@ -144,11 +165,14 @@ impl Shape {
     /// stops a string, ends a number, and no run holds one).
     ///
     /// # Safety
-    /// The CPU must have AVX2.
+    /// The CPU must have AVX2 and BMI1.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn read_raw<'a>(&self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<usize> {
-        if !self.raw {
+    #[target_feature(enable = "avx2,bmi1")]
+    pub unsafe fn read_raw<'a>(&self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<(usize, bool)> {
+        // A piece that starts at or before `limit` has its 32 bytes in the chunk, and so have
+        // the first 32 of the value after it.
+        let limit = chunk.len().checked_sub(64)?;
+        if self.raw.is_empty() || cells.len() < self.cells {
             return None;
         }
         // Named strings with a byte above 0x7f, set once the line is checked.
@@ -157,39 +181,57 @@ impl Shape {
         // From the first string with a byte above 0x7f to the end of the last one.
         let mut high = (usize::MAX, 0);
         let mut pos = start;
-        for (k, step) in self.steps.iter().enumerate() {
-            // SAFETY (all three calls): the caller's CPU has AVX2.
-            pos = unsafe { step.before.skip(chunk, pos) }?;
-            if step.string {
-                let (end, above) = unsafe { avx2::string_stop_and_high(chunk, pos) }?;
-                if chunk[end] != b'"' {
-                    let resumed = Resumed { chunk, start, at: pos, from_step: k, checked_from: high.0.min(pos) };
-                    return (chunk[end] == b'\\').then(|| self.resume(resumed, cells, &unchecked[..n_unchecked]))?;
-                }
-                if above {
-                    high = (high.0.min(pos), end);
-                }
-                match step.slot {
-                    // SAFETY: no byte of the body is above 0x7f: it is ASCII.
-                    Some(i) if !above => cells[i] = Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[pos..end]) })),
-                    Some(_) if n_unchecked == UNCHECKED => return None,
-                    Some(i) => {
-                        unchecked[n_unchecked] = (i, pos, end);
-                        n_unchecked += 1;
+        for step in &self.raw {
+            if pos > limit {
+                return None;
+            }
+            // SAFETY: the 32 bytes from `pos <= limit` are inside the chunk; the CPU has AVX2.
+            if !unsafe { avx2::same_where(chunk, pos, &step.wide, step.keep) } {
+                return None;
+            }
+            pos += step.len as usize;
+            match step.value {
+                RawValue::None => {}
+                RawValue::String => {
+                    // SAFETY: the first 32 bytes from `pos <= limit + 32` are inside the chunk.
+                    let (end, above) = unsafe { avx2::string_stop_and_high(chunk, pos) }?;
+                    // SAFETY: `string_stop_and_high` stops inside the chunk.
+                    let stop = unsafe { *chunk.get_unchecked(end) };
+                    if stop != b'"' {
+                        let resumed = Resumed { chunk, start, at: pos, from_step: step.step as usize, checked_from: high.0.min(pos) };
+                        let end = (stop == b'\\').then(|| self.resume(resumed, cells, &unchecked[..n_unchecked]))??;
+                        return Some((end, false));
                     }
-                    None => {}
+                    if above {
+                        high = (high.0.min(pos), end);
+                    }
+                    if step.slot != NO_SLOT {
+                        // SAFETY: `pos <= end`, both inside the chunk.
+                        let text = unsafe { chunk.get_unchecked(pos..end) };
+                        if !above {
+                            // SAFETY: no byte of the body is above 0x7f: it is ASCII; and every
+                            // slot is below `self.cells <= cells.len()`.
+                            overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(text) })));
+                        } else if n_unchecked == UNCHECKED {
+                            return None;
+                        } else {
+                            unchecked[n_unchecked] = (step.slot as usize, pos, end);
+                            n_unchecked += 1;
+                        }
+                    }
+                    pos = end + 1;
                 }
-                pos = end + 1;
-            } else {
-                let (cell, end) = plain_scalar(chunk, pos)?;
-                if let Some(i) = step.slot {
-                    cells[i] = cell;
+                RawValue::Scalar => {
+                    let (cell, end) = plain_scalar(chunk, pos)?;
+                    if step.slot != NO_SLOT {
+                        // SAFETY: every slot is below `self.cells <= cells.len()`.
+                        overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, cell);
+                    }
+                    pos = end;
                 }
-                pos = end;
             }
         }
-        pos = unsafe { self.tail.skip(chunk, pos) }?;
-        if !matches!(&chunk[pos..], [] | [b'\n', ..] | [b'\r', b'\n', ..]) {
+        if !matches!(&chunk[pos..], [b'\n', ..] | [b'\r', b'\n', ..]) {
             return None;
         }
         // The strings with a byte above 0x7f are checked at once, with what lies between them
@@ -197,8 +239,10 @@ impl Shape {
         if high.0 < high.1 && simdutf8::basic::from_utf8(&chunk[high.0..high.1]).is_err() {
             return None;
         }
-        set_checked(chunk, cells, &unchecked[..n_unchecked]);
-        Some(pos)
+        if n_unchecked > 0 {
+            set_checked(chunk, cells, &unchecked[..n_unchecked]);
+        }
+        Some((pos, true))
     }
 
     /// The rest of a line `read_raw` began, from a string with an escape: the line is cut at
@@ -218,8 +262,8 @@ impl Shape {
         let mut p = Parser::with_kernel(line, crate::json_scan::Kernel::Avx2);
         p.seek(r.at - r.start);
         let read = self.steps[r.from_step].read_value(&mut p, cells)
-            && self.steps[r.from_step + 1..].iter().all(|step| p.expect(&step.before.bytes) && step.read_value(&mut p, cells))
-            && p.expect(&self.tail.bytes)
+            && self.steps[r.from_step + 1..].iter().all(|step| p.expect(&step.before) && step.read_value(&mut p, cells))
+            && p.expect(&self.tail)
             && p.at_end();
         if !read {
             return None;
@@ -241,13 +285,22 @@ struct Resumed<'a> {
     checked_from: usize,
 }
 
+/// Sets a cell that owns no string (see `Shape::read_raw`): what it held needs no drop, and
+/// none is compiled in (a tenth of the instructions that set a cell).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn overwrite<'a>(cell: &mut Cell<'a>, value: Cell<'a>) {
+    debug_assert!(!matches!(cell, Cell::Str(Cow::Owned(_))), "a cell read raw over owns a string");
+    std::mem::forget(std::mem::replace(cell, value));
+}
+
 /// Sets the named strings that held a byte above 0x7f, once their line is checked as UTF-8.
 #[cfg(target_arch = "x86_64")]
 fn set_checked<'a>(chunk: &'a [u8], cells: &mut [Cell<'a>], strings: &[(usize, usize, usize)]) {
     for &(i, from, to) in strings {
         // SAFETY: the line is valid UTF-8, and a string's body starts after a quote and ends
         // at one, both ASCII: it is valid UTF-8 too.
-        cells[i] = Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[from..to]) }));
+        overwrite(&mut cells[i], Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[from..to]) })));
     }
 }
 
@@ -308,7 +361,7 @@ impl ShapeRecorder {
     pub fn value_at(&mut self, line: &[u8], start: usize, slot: Option<usize>) {
         let string = line.get(start) == Some(&b'"');
         let end = if string { start + 1 } else { start };
-        self.steps.push(Step { before: Run::new(line[self.mark..end].to_vec()), string, slot });
+        self.steps.push(Step { before: line[self.mark..end].to_vec(), string, slot });
         self.mark = end;
         self.value_start = start;
     }
@@ -329,7 +382,17 @@ impl ShapeRecorder {
         // value must win), or a tail ending in `\r` (the line cutter takes one off the end).
         let slots: Vec<usize> = self.steps.iter().filter_map(|s| s.slot).collect();
         let repeated = (1..slots.len()).any(|i| slots[..i].contains(&slots[i]));
-        let raw = self.raw && !repeated && !tail.ends_with(b"\r");
-        Shape { steps: self.steps, tail: Run::new(tail), raw }
+        let raw = if self.raw && !repeated && !tail.ends_with(b"\r") {
+            let values = self.steps.iter().enumerate().flat_map(|(k, step)| {
+                let value = if step.string { RawValue::String } else { RawValue::Scalar };
+                RawStep::pieces(&step.before, value, step.slot, k)
+            });
+            let tail_pieces = RawStep::pieces(&tail, RawValue::None, None, self.steps.len());
+            values.chain(tail_pieces).collect()
+        } else {
+            Vec::new()
+        };
+        let cells = slots.iter().max().map_or(0, |&slot| slot + 1);
+        Shape { steps: self.steps, tail, raw, cells }
     }
 }
