@@ -56,8 +56,6 @@ struct RawStep {
     value: RawValue,
     /// The cell the value fills, or `NO_SLOT`.
     slot: u32,
-    /// The step (in `Shape::steps`) whose run the piece ends, for `resume`.
-    step: u32,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -72,7 +70,7 @@ const NO_SLOT: u32 = u32::MAX;
 
 impl RawStep {
     /// The pieces of `run` (at least one), the last followed by `value`.
-    fn pieces(run: &[u8], value: RawValue, slot: Option<usize>, step: usize) -> impl Iterator<Item = RawStep> + '_ {
+    fn pieces(run: &[u8], value: RawValue, slot: Option<usize>) -> impl Iterator<Item = RawStep> + '_ {
         let pieces = run.len().div_ceil(32).max(1);
         (0..pieces).map(move |i| {
             let piece = &run[(i * 32).min(run.len())..((i + 1) * 32).min(run.len())];
@@ -88,7 +86,6 @@ impl RawStep {
                     Some(slot) if last => slot as u32,
                     _ => NO_SLOT,
                 },
-                step: step as u32,
             }
         })
     }
@@ -152,17 +149,17 @@ impl Shape {
     }
 
     /// Reads the line that starts at `start` of `chunk` straight from the bytes, when it has
-    /// this shape and its values need only the plainest reading (strings with nothing escaped,
-    /// integers of up to 18 digits, literals): returns where the line ends (at its `\n` or its
-    /// `\r\n`) with the named cells set, and whether they own nothing (no string had to be
-    /// unescaped). None leaves the line to `read`, cells possibly half filled; so does a line
-    /// that ends within 64 bytes of the chunk's end (one a chunk). The cells must own no
-    /// string: the values they held are overwritten, not dropped.
+    /// this shape and its values need only the plainer readings (strings, integers of up to
+    /// 18 digits, literals): returns where the line ends (at its `\n` or its `\r\n`) with the
+    /// named cells set, and whether they own nothing (no string had to be unescaped). None
+    /// leaves the line to `read`, cells possibly half filled; so does a line that ends within
+    /// 64 bytes of the chunk's end (one a chunk). The cells must own no string: the values
+    /// they held are overwritten, not dropped.
     ///
     /// Such a line is valid UTF-8 and valid JSON: the bytes between its values were cut from a
     /// valid line next to ASCII bytes (quotes, digits, letters), a string holding a byte above
-    /// 0x7f is checked, integers and literals are ASCII; and no step reads past a newline (it
-    /// stops a string, ends a number, and no run holds one).
+    /// 0x7f or an escape is checked, integers and literals are ASCII; and no step reads past a
+    /// newline (it stops a string, ends a number, and no run holds one).
     ///
     /// # Safety
     /// The CPU must have AVX2 and BMI1.
@@ -180,6 +177,7 @@ impl Shape {
         let mut n_unchecked = 0;
         // From the first string with a byte above 0x7f to the end of the last one.
         let mut high = (usize::MAX, 0);
+        let mut borrowed = true;
         let mut pos = start;
         for step in &self.raw {
             if pos > limit {
@@ -198,9 +196,14 @@ impl Shape {
                     // SAFETY: `string_stop_and_high` stops inside the chunk.
                     let stop = unsafe { *chunk.get_unchecked(end) };
                     if stop != b'"' {
-                        let resumed = Resumed { chunk, start, at: pos, from_step: step.step as usize, checked_from: high.0.min(pos) };
-                        let end = (stop == b'\\').then(|| self.resume(resumed, cells, &unchecked[..n_unchecked]))??;
-                        return Some((end, false));
+                        let (text, end) = (stop == b'\\').then(|| escaped_string(chunk, pos))??;
+                        if step.slot != NO_SLOT {
+                            // SAFETY: every slot is below `self.cells <= cells.len()`.
+                            overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(text));
+                            borrowed = false;
+                        }
+                        pos = end + 1;
+                        continue;
                     }
                     if above {
                         high = (high.0.min(pos), end);
@@ -242,47 +245,33 @@ impl Shape {
         if n_unchecked > 0 {
             set_checked(chunk, cells, &unchecked[..n_unchecked]);
         }
-        Some((pos, true))
-    }
-
-    /// The rest of a line `read_raw` began, from a string with an escape: the line is cut at
-    /// its newline and checked as UTF-8 from the first string not yet checked, then read on
-    /// by the parser from that string's value, as `read` reads.
-    #[cfg(target_arch = "x86_64")]
-    #[cold]
-    fn resume<'a>(&self, r: Resumed<'a>, cells: &mut [Cell<'a>], unchecked: &[(usize, usize, usize)]) -> Option<usize> {
-        // Cut as the decoder cuts lines; no newline comes before the string (none is in a run
-        // or a value read raw).
-        let end = r.start + crate::lines::line_at(r.chunk, r.start).0.len();
-        simdutf8::basic::from_utf8(&r.chunk[r.checked_from..end]).ok()?;
-        // SAFETY: the bytes before `checked_from` are runs cut from a valid line and strings of
-        // ASCII, both cut next to ASCII bytes, and the rest was just checked.
-        let line = unsafe { std::str::from_utf8_unchecked(&r.chunk[r.start..end]) };
-        // Only the AVX2 kernel reads lines raw.
-        let mut p = Parser::with_kernel(line, crate::json_scan::Kernel::Avx2);
-        p.seek(r.at - r.start);
-        let read = self.steps[r.from_step].read_value(&mut p, cells)
-            && self.steps[r.from_step + 1..].iter().all(|step| p.expect(&step.before) && step.read_value(&mut p, cells))
-            && p.expect(&self.tail)
-            && p.at_end();
-        if !read {
-            return None;
-        }
-        set_checked(r.chunk, cells, unchecked);
-        Some(end)
+        Some((pos, borrowed))
     }
 }
 
-/// Where `read_raw` stood when it met an escape.
+/// A string with an escape, from its first byte at `from`: its text (unescaped by the
+/// parser, after its bytes are checked as UTF-8) and where its closing quote is; None when it
+/// is not a valid JSON string or not closed inside the chunk.
 #[cfg(target_arch = "x86_64")]
-struct Resumed<'a> {
-    chunk: &'a [u8],
-    /// The line's start, and the start of the string with the escape (after its quote).
-    start: usize,
-    at: usize,
-    from_step: usize,
-    /// Where the bytes not yet checked as UTF-8 start.
-    checked_from: usize,
+#[cold]
+#[inline(never)]
+fn escaped_string(chunk: &[u8], from: usize) -> Option<(Cow<'_, str>, usize)> {
+    let mut end = from;
+    loop {
+        match *chunk.get(end)? {
+            b'"' => break,
+            // An escape is two bytes (`\u` and its four digits hold no quote or backslash).
+            b'\\' => end += 2,
+            0..=0x1f => return None,
+            _ => end += 1,
+        }
+    }
+    // With its closing quote, which the parser reads past.
+    let text = simdutf8::basic::from_utf8(&chunk[from..=end]).ok()?;
+    // Only the AVX2 kernel reads lines raw.
+    let mut p = Parser::with_kernel(text, crate::json_scan::Kernel::Avx2);
+    let value = p.string_body().ok()?;
+    p.at_end().then_some((value, end))
 }
 
 /// Sets a cell that owns no string (see `Shape::read_raw`): what it held needs no drop, and
@@ -290,7 +279,7 @@ struct Resumed<'a> {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn overwrite<'a>(cell: &mut Cell<'a>, value: Cell<'a>) {
-    debug_assert!(!matches!(cell, Cell::Str(Cow::Owned(_))), "a cell read raw over owns a string");
+    debug_assert!(!matches!(cell, Cell::Str(Cow::Owned(_))), "a raw read overwrites a cell that owns a string");
     std::mem::forget(std::mem::replace(cell, value));
 }
 
@@ -383,11 +372,11 @@ impl ShapeRecorder {
         let slots: Vec<usize> = self.steps.iter().filter_map(|s| s.slot).collect();
         let repeated = (1..slots.len()).any(|i| slots[..i].contains(&slots[i]));
         let raw = if self.raw && !repeated && !tail.ends_with(b"\r") {
-            let values = self.steps.iter().enumerate().flat_map(|(k, step)| {
+            let values = self.steps.iter().flat_map(|step| {
                 let value = if step.string { RawValue::String } else { RawValue::Scalar };
-                RawStep::pieces(&step.before, value, step.slot, k)
+                RawStep::pieces(&step.before, value, step.slot)
             });
-            let tail_pieces = RawStep::pieces(&tail, RawValue::None, None, self.steps.len());
+            let tail_pieces = RawStep::pieces(&tail, RawValue::None, None);
             values.chain(tail_pieces).collect()
         } else {
             Vec::new()
