@@ -417,7 +417,9 @@ impl<'a> Parser<'a> {
         let Some(plain) = self.text.get(start..self.pos) else {
             return Err(self.error("a string that starts inside a character"));
         };
-        let mut out = String::from(plain);
+        // Room for what usually follows an escape, so that a short string grows at most once.
+        let mut out = String::with_capacity(plain.len() + 16);
+        out.push_str(plain);
         loop {
             let Some(&b) = self.s.get(self.pos) else {
                 return Err(self.error("EOF while parsing a string"));
@@ -452,12 +454,7 @@ impl<'a> Parser<'a> {
                 0..=0x1f => return Err(self.error("control character in a string")),
                 _ => {
                     let run_start = self.pos;
-                    while let Some(&c) = self.s.get(self.pos) {
-                        if c == b'"' || c == b'\\' || c < 0x20 {
-                            break;
-                        }
-                        self.pos += 1;
-                    }
+                    self.scan_string_body();
                     out.push_str(&self.text[run_start..self.pos]);
                 }
             }
