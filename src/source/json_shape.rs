@@ -225,7 +225,14 @@ impl Shape {
                     pos = end + 1;
                 }
                 RawValue::Scalar => {
-                    let (cell, end) = plain_scalar(chunk, pos)?;
+                    // SAFETY: `pos <= limit + 32`: it and the byte after are inside the chunk.
+                    let (first, next) = unsafe { (*chunk.get_unchecked(pos), *chunk.get_unchecked(pos + 1)) };
+                    let (cell, end) = if first.is_ascii_digit() && !next.is_ascii_digit() {
+                        // One digit, the usual count, read as `plain_scalar` reads it.
+                        (Cell::Int(i64::from(first - b'0')), pos + 1)
+                    } else {
+                        plain_scalar(chunk, pos)?
+                    };
                     if step.slot != NO_SLOT {
                         // SAFETY: every slot is below `self.cells <= cells.len()`.
                         overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, cell);
