@@ -95,18 +95,30 @@ impl<'n> FieldPicker<'n> {
     /// the ones given with the picker's last line, or all `Missing`.
     #[inline]
     pub fn read_raw<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<usize> {
+        // Most lines have the last line's shape, read raw: its cells are all overwritten.
+        #[cfg(target_arch = "x86_64")]
+        if self.cells_of_first {
+            // SAFETY: the last line was read raw, so the kernel is AVX2, only ever chosen on a
+            // CPU that has AVX2 and BMI1.
+            if let Some((end, borrowed)) = unsafe { self.shapes[0].read_raw(chunk, start, cells) } {
+                self.cells_of_first = borrowed;
+                return Some(end);
+            }
+            return self.read_raw_by_other_shapes(chunk, start, cells, 1);
+        }
+        self.read_raw_by_other_shapes(chunk, start, cells, 0)
+    }
+
+    /// `read_raw` by the kept shapes from the `from`th on, each on cells reset first.
+    #[inline(never)]
+    fn read_raw_by_other_shapes<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>], from: usize) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx2 && self.paused == 0 {
-            for i in 0..self.shapes.len() {
-                // Most lines have the last line's shape: its cells are all overwritten.
-                if !(i == 0 && self.cells_of_first) {
-                    cells.iter_mut().for_each(|c| *c = Cell::Missing);
-                }
+            for i in from..self.shapes.len() {
+                cells.iter_mut().for_each(|c| *c = Cell::Missing);
                 // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2 and BMI1.
                 if let Some((end, borrowed)) = unsafe { self.shapes[i].read_raw(chunk, start, cells) } {
-                    if i > 0 {
-                        self.shapes[..=i].rotate_right(1);
-                    }
+                    self.shapes[..=i].rotate_right(1);
                     self.misses = 0;
                     self.cells_of_first = borrowed;
                     return Some(end);
@@ -114,7 +126,7 @@ impl<'n> FieldPicker<'n> {
             }
         }
         self.cells_of_first = false;
-        let _ = (chunk, start, cells);
+        let _ = (chunk, start, cells, from);
         None
     }
 
