@@ -79,8 +79,14 @@ sample-data: build
 # S3 rows run on s3rver (npm), which serves ranged GETs from the range on disk as S3 does.
 S3RVER_DIR := $(HOME)/.cache/dlqf-s3rver
 S3RVER := $(S3RVER_DIR)/node_modules/.bin/s3rver
-bench: release test-deps $(S3RVER)
+# GNU time reports a command's own peak RSS (see scripts/bench.py's `measure`).
+GNU_TIME := /usr/bin/time
+bench: release test-deps $(S3RVER) $(GNU_TIME)
 	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN) --s3rver $(S3RVER)
+
+$(GNU_TIME):
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends time >/dev/null
 
 $(S3RVER):
 	command -v npm >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
