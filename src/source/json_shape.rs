@@ -172,10 +172,7 @@ impl Shape {
         if self.raw.is_empty() || cells.len() < self.cells {
             return None;
         }
-        // Named strings with a byte above 0x7f, set once the line is checked.
-        let mut unchecked = [(0, 0, 0); UNCHECKED];
-        let mut n_unchecked = 0;
-        // From the first string with a byte above 0x7f to the end of the last one.
+        // From the first unnamed string with a byte above 0x7f to the end of the last one.
         let mut high = (usize::MAX, 0);
         let mut borrowed = true;
         let mut pos = start;
@@ -205,22 +202,20 @@ impl Shape {
                         pos = end + 1;
                         continue;
                     }
-                    if above {
-                        high = (high.0.min(pos), end);
-                    }
                     if step.slot != NO_SLOT {
                         // SAFETY: `pos <= end`, both inside the chunk.
-                        let text = unsafe { chunk.get_unchecked(pos..end) };
-                        if !above {
-                            // SAFETY: no byte of the body is above 0x7f: it is ASCII; and every
-                            // slot is below `self.cells <= cells.len()`.
-                            overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(text) })));
-                        } else if n_unchecked == UNCHECKED {
-                            return None;
+                        let body = unsafe { chunk.get_unchecked(pos..end) };
+                        // A named string is checked at once (they are seldom above ASCII).
+                        let text = if above {
+                            simdutf8::basic::from_utf8(body).ok()?
                         } else {
-                            unchecked[n_unchecked] = (step.slot as usize, pos, end);
-                            n_unchecked += 1;
-                        }
+                            // SAFETY: no byte of the body is above 0x7f: it is ASCII.
+                            unsafe { std::str::from_utf8_unchecked(body) }
+                        };
+                        // SAFETY: every slot is below `self.cells <= cells.len()`.
+                        overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(Cow::Borrowed(text)));
+                    } else if above {
+                        high = (high.0.min(pos), end);
                     }
                     pos = end + 1;
                 }
@@ -244,13 +239,10 @@ impl Shape {
         if !matches!(&chunk[pos..], [b'\n', ..] | [b'\r', b'\n', ..]) {
             return None;
         }
-        // The strings with a byte above 0x7f are checked at once, with what lies between them
-        // (valid runs, strings): cheaper than string by string.
+        // The unnamed strings with a byte above 0x7f are checked at once, with what lies
+        // between them (valid runs, strings): cheaper than string by string.
         if high.0 < high.1 && simdutf8::basic::from_utf8(&chunk[high.0..high.1]).is_err() {
             return None;
-        }
-        if n_unchecked > 0 {
-            set_checked(chunk, cells, &unchecked[..n_unchecked]);
         }
         Some((pos, borrowed))
     }
@@ -289,20 +281,6 @@ fn overwrite<'a>(cell: &mut Cell<'a>, value: Cell<'a>) {
     debug_assert!(!matches!(cell, Cell::Str(Cow::Owned(_))), "a raw read overwrites a cell that owns a string");
     std::mem::forget(std::mem::replace(cell, value));
 }
-
-/// Sets the named strings that held a byte above 0x7f, once their line is checked as UTF-8.
-#[cfg(target_arch = "x86_64")]
-fn set_checked<'a>(chunk: &'a [u8], cells: &mut [Cell<'a>], strings: &[(usize, usize, usize)]) {
-    for &(i, from, to) in strings {
-        // SAFETY: the line is valid UTF-8, and a string's body starts after a quote and ends
-        // at one, both ASCII: it is valid UTF-8 too.
-        overwrite(&mut cells[i], Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(&chunk[from..to]) })));
-    }
-}
-
-/// How many named strings with bytes above 0x7f a line read raw may hold.
-#[cfg(target_arch = "x86_64")]
-const UNCHECKED: usize = 8;
 
 /// A literal, or an integer of up to 18 digits, from `at`: its cell and where it ends. A
 /// number that goes on (`1.5`, `1e3`) is cut short here, and the next run, which starts with
