@@ -61,8 +61,11 @@ struct RawStep {
 #[derive(Clone, Copy, PartialEq)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 enum RawValue {
+    /// No value: the piece is not the last of its run, or it is the tail's.
     None,
+    /// A string, whose opening quote ends the piece.
     String,
+    /// An integer or a literal (see `plain_scalar`).
     Scalar,
 }
 
