@@ -145,6 +145,23 @@ fn escape_flags(v: u64) -> u64 {
     (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | v.wrapping_sub(ONES * 0x20) & !v) & HIGH
 }
 
+/// From `pos`, the first byte of `s` that is `"`, `\\` or below 0x20 (or the end): 32 bytes at
+/// a time with the AVX2 kernel, else eight.
+#[inline(always)]
+pub(crate) fn string_stop(s: &[u8], pos: usize, kernel: Kernel) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Avx2 {
+        // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
+        let (pos, found) = unsafe { avx2::string_stop(s, pos) };
+        if found {
+            return pos;
+        }
+        return string_stop_portable(s, pos);
+    }
+    let _ = kernel;
+    string_stop_portable(s, pos)
+}
+
 /// From `pos`, the first byte that is `"`, `\\` or below 0x20 (or the end), eight bytes at a
 /// time.
 fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
@@ -162,6 +179,41 @@ fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
         pos += 1;
     }
     pos
+}
+
+/// Four hex digits from `at` of `s`: their value, or why not and where (at their start).
+fn hex4_at(s: &[u8], at: usize) -> Result<u32, (&'static str, usize)> {
+    let digits = s.get(at..at + 4).ok_or(("EOF while parsing a string", at))?;
+    let mut v = 0u32;
+    for &d in digits {
+        let n = (d as char).to_digit(16).ok_or(("invalid \\u escape", at))?;
+        v = v * 16 + n;
+    }
+    Ok(v)
+}
+
+/// The character of a `\u` escape whose four digits start at `at` of `s` (with a surrogate
+/// pair's second escape) and where the escape ends; or why not and where the parser stands
+/// when it says so.
+pub(crate) fn unicode_escape_at(s: &[u8], at: usize) -> Result<(char, usize), (&'static str, usize)> {
+    let first = hex4_at(s, at)?;
+    let mut end = at + 4;
+    let code = if (0xD800..0xDC00).contains(&first) {
+        if s.get(end..end + 2) != Some(b"\\u") {
+            return Err(("lone leading surrogate in a \\u escape", end));
+        }
+        let second = hex4_at(s, end + 2)?;
+        end += 6;
+        if !(0xDC00..0xE000).contains(&second) {
+            return Err(("invalid trailing surrogate in a \\u escape", end));
+        }
+        0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+    } else if (0xDC00..0xE000).contains(&first) {
+        return Err(("lone trailing surrogate in a \\u escape", end));
+    } else {
+        first
+    };
+    char::from_u32(code).map(|c| (c, end)).ok_or(("invalid \\u escape", end))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -341,16 +393,7 @@ impl<'a> Parser<'a> {
     /// in one (a control character): 32 bytes at a time with AVX2, else eight.
     #[inline(always)]
     fn scan_string_body(&mut self) {
-        #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Avx2 {
-            // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
-            let (pos, found) = unsafe { avx2::string_stop(self.s, self.pos) };
-            self.pos = pos;
-            if found {
-                return;
-            }
-        }
-        self.pos = string_stop_portable(self.s, self.pos);
+        self.pos = string_stop(self.s, self.pos, self.kernel);
     }
 
     pub fn error(&self, what: &str) -> String {
@@ -461,35 +504,17 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn hex4(&mut self) -> Result<u32, String> {
-        let digits = self.s.get(self.pos..self.pos + 4).ok_or_else(|| self.error("EOF while parsing a string"))?;
-        let mut v = 0u32;
-        for &d in digits {
-            let n = (d as char).to_digit(16).ok_or_else(|| self.error("invalid \\u escape"))?;
-            v = v * 16 + n;
-        }
-        self.pos += 4;
-        Ok(v)
-    }
-
     fn unicode_escape(&mut self) -> Result<char, String> {
-        let first = self.hex4()?;
-        let code = if (0xD800..0xDC00).contains(&first) {
-            if self.s.get(self.pos..self.pos + 2) != Some(b"\\u") {
-                return Err(self.error("lone leading surrogate in a \\u escape"));
+        match unicode_escape_at(self.s, self.pos) {
+            Ok((c, end)) => {
+                self.pos = end;
+                Ok(c)
             }
-            self.pos += 2;
-            let second = self.hex4()?;
-            if !(0xDC00..0xE000).contains(&second) {
-                return Err(self.error("invalid trailing surrogate in a \\u escape"));
+            Err((what, at)) => {
+                self.pos = at;
+                Err(self.error(what))
             }
-            0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-        } else if (0xDC00..0xE000).contains(&first) {
-            return Err(self.error("lone trailing surrogate in a \\u escape"));
-        } else {
-            first
-        };
-        char::from_u32(code).ok_or_else(|| self.error("invalid \\u escape"))
+        }
     }
 
     pub fn literal(&mut self, word: &[u8]) -> Result<(), String> {

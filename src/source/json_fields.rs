@@ -510,6 +510,18 @@ mod tests {
             r#"{"a":"","b":1,"c":null}"#,
             r#"{"a":"x","b":1,"c":"unterminated}"#,
             r#"{}"#,
+            // Escapes, named and not, read raw: every kind, surrogate pairs whole and broken,
+            // and bad ones.
+            r#"{"a":"x","z":"\u00e9\u00E9\/\b\f\n\r\t\"\\ é","b":1,"c":null}"#,
+            r#"{"a":"\u00e9\/\b\f\n\r\t\"\\ é","z":"y","b":1,"c":null}"#,
+            r#"{"a":"\ud83e\udd80","z":"\ud83e\udd80","b":1,"c":null}"#,
+            r#"{"a":"x","z":"\ud83e","b":1,"c":null}"#,
+            r#"{"a":"x","z":"\udd80","b":1,"c":null}"#,
+            r#"{"a":"x","z":"\ud83e\u0041","b":1,"c":null}"#,
+            r#"{"a":"\ud83e\u0041","z":"y","b":1,"c":null}"#,
+            r#"{"a":"x","z":"\u00g9","b":1,"c":null}"#,
+            r#"{"a":"x","z":"\x","b":1,"c":null}"#,
+            "{\"a\":\"x\",\"z\":\"\\t\u{1}\",\"b\":1,\"c\":null}",
             // Text between values longer than 32 bytes, compared in pieces: these differ only
             // in their second piece.
             r#"{"a":"x",                                      "b":1,"c":null}"#,

@@ -196,8 +196,9 @@ impl Shape {
                     // SAFETY: `string_stop_and_high` stops inside the chunk.
                     let stop = unsafe { *chunk.get_unchecked(end) };
                     if stop != b'"' {
-                        let (text, end) = (stop == b'\\').then(|| escaped_string(chunk, pos))??;
-                        if step.slot != NO_SLOT {
+                        let named = step.slot != NO_SLOT;
+                        let (text, end) = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named))??;
+                        if let Some(text) = text {
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
                             overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(text));
                             borrowed = false;
@@ -251,29 +252,36 @@ impl Shape {
     }
 }
 
-/// A string with an escape, from its first byte at `from`: its text (unescaped by the
-/// parser, after its bytes are checked as UTF-8) and where its closing quote is; None when it
-/// is not a valid JSON string or not closed inside the chunk.
+/// A string with an escape, from its first byte at `from` and its first escape at `escape`:
+/// its text if `named` (unescaped by the parser), and where its closing quote is; None when
+/// it is not a valid JSON string or not closed inside the chunk. Its escapes are checked
+/// where they stand and its bytes as UTF-8; only a named one is unescaped (the others are
+/// not kept).
 #[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(never)]
-fn escaped_string(chunk: &[u8], from: usize) -> Option<(Cow<'_, str>, usize)> {
-    let mut end = from;
-    loop {
-        match *chunk.get(end)? {
-            b'"' => break,
-            // An escape is two bytes (`\u` and its four digits hold no quote or backslash).
-            b'\\' => end += 2,
-            0..=0x1f => return None,
-            _ => end += 1,
+fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<(Option<Cow<'_, str>>, usize)> {
+    use crate::json_scan::{string_stop, unicode_escape_at, Kernel};
+    // At a backslash: past the escape, then to the next `"`, `\\` or control byte.
+    let mut at = escape;
+    let end = loop {
+        at = match *chunk.get(at + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at + 2,
+            b'u' => unicode_escape_at(chunk, at + 2).ok()?.1,
+            _ => return None,
+        };
+        // Only the AVX2 kernel reads lines raw.
+        at = string_stop(chunk, at, Kernel::Avx2);
+        match *chunk.get(at)? {
+            b'"' => break at,
+            b'\\' => {}
+            _ => return None,
         }
-    }
+    };
     // With its closing quote, which the parser reads past.
-    let text = simdutf8::basic::from_utf8(&chunk[from..=end]).ok()?;
-    // Only the AVX2 kernel reads lines raw.
-    let mut p = Parser::with_kernel(text, crate::json_scan::Kernel::Avx2);
-    let value = p.string_body().ok()?;
-    p.at_end().then_some((value, end))
+    let text = std::str::from_utf8(&chunk[from..=end]).ok()?;
+    let value = if named { Some(Parser::with_kernel(text, Kernel::Avx2).string_body().ok()?) } else { None };
+    Some((value, end))
 }
 
 /// Sets a cell that owns no string (see `Shape::read_raw`): what it held needs no drop, and
