@@ -186,8 +186,13 @@ fn hex4_at(s: &[u8], at: usize) -> Result<u32, (&'static str, usize)> {
     let digits = s.get(at..at + 4).ok_or(("EOF while parsing a string", at))?;
     let mut v = 0u32;
     for &d in digits {
-        let n = (d as char).to_digit(16).ok_or(("invalid \\u escape", at))?;
-        v = v * 16 + n;
+        let n = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return Err(("invalid \\u escape", at)),
+        };
+        v = v * 16 + u32::from(n);
     }
     Ok(v)
 }

@@ -278,8 +278,14 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Opti
             _ => return None,
         }
     };
-    // With its closing quote, which the parser reads past.
-    let text = std::str::from_utf8(&chunk[from..=end]).ok()?;
+    // With its closing quote, which the parser reads past. Often ASCII: escapes are.
+    let bytes = &chunk[from..=end];
+    let text = if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    } else {
+        std::str::from_utf8(bytes).ok()?
+    };
     let value = if named { Some(Parser::with_kernel(text, Kernel::Avx2).string_body().ok()?) } else { None };
     Some((value, end))
 }
