@@ -197,10 +197,22 @@ fn hex4_at(s: &[u8], at: usize) -> Result<u32, (&'static str, usize)> {
     Ok(v)
 }
 
+/// Where the escape whose backslash is just before `at` of `s` ends, checked but not decoded;
+/// or why it is not one and where the parser stands when it says so.
+#[inline]
+pub(crate) fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
+    match s.get(at) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 1),
+        Some(b'u') => unicode_escape_at(s, at + 1).map(|(_, end)| end),
+        None => Err(("EOF while parsing a string", at)),
+        Some(_) => Err(("invalid escape", at)),
+    }
+}
+
 /// The character of a `\u` escape whose four digits start at `at` of `s` (with a surrogate
 /// pair's second escape) and where the escape ends; or why not and where the parser stands
 /// when it says so.
-pub(crate) fn unicode_escape_at(s: &[u8], at: usize) -> Result<(char, usize), (&'static str, usize)> {
+fn unicode_escape_at(s: &[u8], at: usize) -> Result<(char, usize), (&'static str, usize)> {
     let first = hex4_at(s, at)?;
     let mut end = at + 4;
     let code = if (0xD800..0xDC00).contains(&first) {
@@ -687,18 +699,13 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     return Ok(());
                 }
-                b'\\' => {
-                    self.pos += 1;
-                    match self.peek() {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 1,
-                        Some(b'u') => {
-                            self.pos += 1;
-                            self.unicode_escape()?;
-                        }
-                        None => return Err(self.error("EOF while parsing a string")),
-                        _ => return Err(self.error("invalid escape")),
+                b'\\' => match escape_end(self.s, self.pos + 1) {
+                    Ok(end) => self.pos = end,
+                    Err((what, at)) => {
+                        self.pos = at;
+                        return Err(self.error(what));
                     }
-                }
+                },
                 0..=0x1f => return Err(self.error("control character in a string")),
                 _ => self.pos += 1,
             }

@@ -261,17 +261,12 @@ impl Shape {
 #[cold]
 #[inline(never)]
 fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<(Option<Cow<'_, str>>, usize)> {
-    use crate::json_scan::{string_stop, unicode_escape_at, Kernel};
+    use crate::json_scan::{escape_end, string_stop, Kernel};
     // At a backslash: past the escape, then to the next `"`, `\\` or control byte.
     let mut at = escape;
     let end = loop {
-        at = match *chunk.get(at + 1)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => at + 2,
-            b'u' => unicode_escape_at(chunk, at + 2).ok()?.1,
-            _ => return None,
-        };
         // Only the AVX2 kernel reads lines raw.
-        at = string_stop(chunk, at, Kernel::Avx2);
+        at = string_stop(chunk, escape_end(chunk, at + 1).ok()?, Kernel::Avx2);
         match *chunk.get(at)? {
             b'"' => break at,
             b'\\' => {}
