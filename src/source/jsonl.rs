@@ -28,7 +28,7 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
     if compression == Compression::None {
         if let Some(mapped) = opener.map(&input.location)? {
             if sniffed(compression, &mapped.map) == Compression::None {
-                return Ok(Chunks::mapped(mapped, CHUNK_BYTES, ReadMode::from_env()));
+                return Ok(Chunks::mapped(mapped, CHUNK_BYTES, ReadMode::from_env(), &input.display));
             }
         }
     }
@@ -40,7 +40,7 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(peek)),
         Compression::Zstd => Box::new(zstd::Decoder::with_buffer(peek).with_context(|| format!("{}: not a zstd stream", input.display))?),
     };
-    Ok(Chunks::new(reader, CHUNK_BYTES))
+    Ok(Chunks::new(reader, CHUNK_BYTES, &input.display))
 }
 
 /// The compression a stream is in: as its name says, or when the name says nothing, as its
@@ -154,6 +154,8 @@ pub(super) fn parse_line<'a>(line: &'a [u8], picker: &mut FieldPicker, cells: &m
 /// shared by the tasks that decode them (one cuts the next chunk at a time).
 pub(super) struct Chunks {
     source: ChunkSource,
+    /// The input's name, for errors.
+    display: String,
     /// Buffers handed back after decoding, reused so their pages need not be faulted in again.
     spare: Mutex<Vec<Vec<u8>>>,
 }
@@ -184,7 +186,8 @@ impl ReadMode {
     }
 }
 
-/// One chunk's bytes: read into a buffer, or a range of a mapped file.
+/// One chunk's bytes: read into a buffer, or a range of a mapped file (read in place or,
+/// by `Chunks::load`, copied out).
 pub(super) enum ChunkBytes {
     Read(Vec<u8>),
     Mapped(Arc<Mmap>, Range<usize>),
@@ -207,26 +210,27 @@ struct ChunkReader {
 }
 
 impl Chunks {
-    fn new(reader: Box<dyn Read + Send>, size: usize) -> Chunks {
+    fn new(reader: Box<dyn Read + Send>, size: usize, display: &str) -> Chunks {
         let reader = ChunkReader { blocks: LineBlocks::new(reader, size), index: 0 };
-        Chunks { source: ChunkSource::Read(Mutex::new(reader)), spare: Mutex::new(Vec::new()) }
+        Chunks { source: ChunkSource::Read(Mutex::new(reader)), display: display.to_string(), spare: Mutex::new(Vec::new()) }
     }
 
-    fn mapped(mapped: MappedFile, size: usize, mode: ReadMode) -> Chunks {
+    fn mapped(mapped: MappedFile, size: usize, mode: ReadMode, display: &str) -> Chunks {
         let MappedFile { map, file } = mapped;
         let source = ChunkSource::Mapped { map: Arc::new(map), file, size, next: Mutex::new((0, 0)), mode };
-        Chunks { source, spare: Mutex::new(Vec::new()) }
+        Chunks { source, display: display.to_string(), spare: Mutex::new(Vec::new()) }
     }
 
-    /// The chunks, in order, as pieces; a read error names the input.
-    pub(super) fn iter<'a>(&'a self, display: &'a str) -> impl Iterator<Item = Result<Piece>> + Send + 'a {
+    /// The chunks, in order, as pieces: a mapped file's as ranges that `load` makes ready; a
+    /// read error names the input.
+    pub(super) fn iter(&self) -> impl Iterator<Item = Result<Piece>> + Send + '_ {
         std::iter::from_fn(move || match &self.source {
             ChunkSource::Read(reader) => {
                 let spare = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
                 let next = reader.lock().expect("chunk reader").next(spare)?;
-                Some(next.map(|(index, bytes)| Piece::Chunk(index, ChunkBytes::Read(bytes))).with_context(|| format!("{display}: read error")))
+                Some(next.map(|(index, bytes)| Piece::Chunk(index, ChunkBytes::Read(bytes))).with_context(|| format!("{}: read error", self.display)))
             }
-            ChunkSource::Mapped { map, file, size, next, mode } => {
+            ChunkSource::Mapped { map, next, size, .. } => {
                 let mut next = next.lock().expect("chunk cutter");
                 let (mut start, index) = *next;
                 if index == 0 && map.starts_with(BOM) {
@@ -240,22 +244,32 @@ impl Chunks {
                     None => map.len(),
                 };
                 *next = (end, index + 1);
-                let copy = match mode {
-                    ReadMode::Map => false,
-                    ReadMode::Copy => true,
-                    ReadMode::Probe => copying_beats_mapping(map, start..end),
-                };
-                if !copy {
-                    return Some(Ok(Piece::Chunk(index, ChunkBytes::Mapped(map.clone(), start..end))));
-                }
-                let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
-                buf.resize(end - start, 0);
-                let read = file.read_exact_at(&mut buf, start as u64).with_context(|| format!("{display}: read error"));
-                // The pages the probe and the cut touched (where it looked for the last newline).
-                release(map, start..end);
-                Some(read.map(|()| Piece::Chunk(index, ChunkBytes::Read(buf))))
+                Some(Ok(Piece::Chunk(index, ChunkBytes::Mapped(map.clone(), start..end))))
             }
         })
+    }
+
+    /// A chunk ready to decode: a mapped range copied out where the read mode (or its probe)
+    /// says copying costs less. Called by the thread that decodes the chunk, so that the copy
+    /// does not hold up the cutting of the next one.
+    pub(super) fn load(&self, bytes: ChunkBytes) -> Result<ChunkBytes> {
+        let (ChunkSource::Mapped { file, mode, .. }, ChunkBytes::Mapped(map, range)) = (&self.source, &bytes) else {
+            return Ok(bytes);
+        };
+        let copy = match mode {
+            ReadMode::Map => false,
+            ReadMode::Copy => true,
+            ReadMode::Probe => copying_beats_mapping(map, range.clone()),
+        };
+        if !copy {
+            return Ok(bytes);
+        }
+        let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
+        buf.resize(range.len(), 0);
+        let read = file.read_exact_at(&mut buf, range.start as u64).with_context(|| format!("{}: read error", self.display));
+        // The pages the probe and the cut touched (where it looked for the last newline).
+        release(map, range.clone());
+        read.map(|()| ChunkBytes::Read(buf))
     }
 
     /// Takes back a decoded chunk: a buffer for reuse; a mapped range leaves the resident set
@@ -426,9 +440,9 @@ mod tests {
     #[test]
     fn chunks_end_on_newlines_and_cover_every_byte() {
         let text: Vec<u8> = (0..200_000).flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes()).collect();
-        let chunks = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000);
+        let chunks = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000, "t");
         let parts: Vec<Vec<u8>> = chunks
-            .iter("t")
+            .iter()
             .map(|c| match c.unwrap() {
                 Piece::Chunk(_, bytes) => bytes.to_vec(),
                 Piece::Group(_) | Piece::Slice(_) => unreachable!(),
@@ -451,11 +465,12 @@ mod tests {
         // In place and copied out: the same chunks.
         let cut = |mode: ReadMode| {
             let mapped = crate::storage::map_file(file.path()).unwrap().unwrap();
-            let chunks = Chunks::mapped(mapped, 1000, mode);
+            let chunks = Chunks::mapped(mapped, 1000, mode, "t");
             let mut parts = Vec::new();
-            for (n, piece) in chunks.iter("t").enumerate() {
+            for (n, piece) in chunks.iter().enumerate() {
                 let Piece::Chunk(index, bytes) = piece.unwrap() else { unreachable!() };
                 assert_eq!(index, n);
+                let bytes = chunks.load(bytes).unwrap();
                 assert_eq!(matches!(bytes, ChunkBytes::Read(_)), mode == ReadMode::Copy);
                 parts.push(bytes.to_vec());
                 // Given back before the next is cut: its pages leave (or its buffer is reused),
@@ -473,8 +488,8 @@ mod tests {
         assert_eq!(last.as_slice(), b"{\"last\":1}");
         assert!(parts.iter().any(|p| p.len() > 5000));
         assert_eq!(parts.concat(), text[3..]);
-        let read: Vec<Vec<u8>> = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000)
-            .iter("t")
+        let read: Vec<Vec<u8>> = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000, "t")
+            .iter()
             .map(|c| match c.unwrap() {
                 Piece::Chunk(_, bytes) => bytes.to_vec(),
                 Piece::Group(_) | Piece::Slice(_) => unreachable!(),

@@ -390,6 +390,7 @@ impl Scan<'_> {
         self.progress.advance(piece.bytes());
         match (pieces, piece) {
             (Pieces::Lines(chunks), Piece::Chunk(_, bytes)) => {
+                let bytes = chunks.load(bytes)?;
                 let tally = jsonl::decode(&self.rows(), &bytes, accept);
                 chunks.give_back(bytes);
                 Ok(tally)
@@ -456,7 +457,7 @@ impl Scan<'_> {
                 Ok((part, vec![(index, piece_tally)]))
             };
             let folded = match &pieces {
-                Pieces::Lines(chunks) => chunks.iter(&input.display).par_bridge().map(read).try_reduce(|| (make(), Vec::new()), merge),
+                Pieces::Lines(chunks) => chunks.iter().par_bridge().map(read).try_reduce(|| (make(), Vec::new()), merge),
                 Pieces::Groups(_, groups) => groups.par_iter().map(|g| read(Ok(Piece::Group(*g)))).try_reduce(|| (make(), Vec::new()), merge),
             };
             let (part, mut piece_tallies) = folded?;
@@ -509,7 +510,7 @@ impl Scan<'_> {
         for input in inputs {
             let pieces = self.pieces(&opener, input)?;
             let mut all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_> = match &pieces {
-                Pieces::Lines(chunks) => Box::new(chunks.iter(&input.display)),
+                Pieces::Lines(chunks) => Box::new(chunks.iter()),
                 Pieces::Groups(source, groups) => Box::new(groups.iter().flat_map(|g| record_slices(source, *g))),
             };
             let mut piece_tallies = Vec::new();

@@ -66,10 +66,13 @@ impl RawTable {
             }
             let (temp, out) = ndjson.as_mut().expect("created above");
             let chunks = jsonl::chunks(&opener, input, compression)?;
-            let mut all = chunks.iter(&input.display);
+            let mut all = chunks.iter();
             let mut piece_tallies = Vec::new();
             loop {
-                let pieces: Vec<Piece> = all.by_ref().take(batch).collect::<Result<_>>()?;
+                let pieces: Vec<Piece> = all.by_ref().take(batch).map(|piece| match piece? {
+                    Piece::Chunk(index, bytes) => Ok(Piece::Chunk(index, chunks.load(bytes)?)),
+                    other => Ok(other),
+                }).collect::<Result<_>>()?;
                 if pieces.is_empty() {
                     break;
                 }
