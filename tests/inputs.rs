@@ -172,6 +172,21 @@ fn a_parquet_record_gives_key_fields_and_takes_fixes_as_its_json_line_does() {
     }
 }
 
+/// A row group of half a million rows or more has its ids and its other columns read as two
+/// tasks: it ranks as the same rows in groups of the usual size, at any thread count.
+#[test]
+fn a_parquet_row_group_read_as_two_tasks_ranks_as_small_groups_do() {
+    let dir = Dir::new();
+    dir.gen("small.parquet", &["--rows", "600000", "--seed", "9"]);
+    dir.gen("one-group.parquet", &["--rows", "600000", "--seed", "9", "--row-group-rows", "600000"]);
+    let reference = dir.command().args(["--threads", "1", "rank", "small.parquet", "--format", "json"]).json();
+    assert_eq!(reference["total"], 600_000);
+    for threads in ["1", "2"] {
+        let report = dir.command().args(["--threads", threads, "rank", "one-group.parquet", "--format", "json"]).json();
+        assert_eq!(report, reference, "threads {threads}");
+    }
+}
+
 /// A Parquet row group too big to load at once is read in parts, and a record written from
 /// its columns is the line the JSON-lines dump holds: every entry of both plans is the same,
 /// in the same order, at any thread count.
