@@ -19,7 +19,7 @@ use polars::prelude::{
 use polars_buffer::Buffer;
 
 use super::parquet_fold::{PageColumns, Times};
-use super::parquet_pages::{Codes, Ints, Texts};
+use super::parquet_pages::{Codes, Ints, TextTimes, Texts};
 use super::parquet_json::{ParquetRow, RowWriter};
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::Input;
@@ -205,7 +205,7 @@ impl<'s> ParquetSource<'s> {
             let time = chunk(plan.time)?;
             let time = match Ints::read_times(time, &file, rows) {
                 Some((values, factor)) => Times::Native(values, factor),
-                None => Times::Text(Texts::read(time, &file, rows)?),
+                None => Times::Text(TextTimes::read(time, &file, rows)?),
             };
             Some((signature, attempts, time))
         };

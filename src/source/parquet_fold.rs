@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
-use super::parquet_pages::{Codes, Ints, Texts, NULL};
+use super::parquet_pages::{Codes, Ints, TextTime, TextTimes, Texts, NULL};
 use super::rows::{PieceTally, Rows};
 use super::parquet::micros;
 use super::{Accumulator, NumberedRows};
@@ -21,16 +21,16 @@ pub(super) struct PageColumns {
     pub rows: usize,
 }
 
-/// A time column: RFC 3339 text, or native values and the factor to microseconds (negative:
-/// divide).
+/// A time column: RFC 3339 text (parsed as read), or native values and the factor to
+/// microseconds (negative: divide).
 pub(super) enum Times {
-    Text(Texts),
+    Text(TextTimes),
     Native(Ints, i64),
 }
 
 impl PageColumns {
     /// Row `i`'s time when its id, time and attempts are all there and the time reads.
-    fn time(&self, i: usize, dates: &mut DateCache) -> Option<i64> {
+    fn time(&self, i: usize) -> Option<i64> {
         if !self.id.has(i) {
             return None;
         }
@@ -38,7 +38,10 @@ impl PageColumns {
             attempts.values[i]?;
         }
         match &self.time {
-            Times::Text(texts) => dates.parse(texts.get(i)?),
+            Times::Text(times) => match times.get(i) {
+                TextTime::Time(time) => Some(time),
+                TextTime::Null | TextTime::Unreadable(_) => None,
+            },
             Times::Native(values, factor) => Some(micros(values.values[i]?, *factor)),
         }
     }
@@ -60,7 +63,11 @@ impl PageColumns {
             },
             None if j == plan.id => text(self.id.get(i)),
             None if j == plan.time => match &self.time {
-                Times::Text(texts) => text(texts.get(i)),
+                Times::Text(times) => match times.get(i) {
+                    TextTime::Null => Cell::Null,
+                    TextTime::Time(time) => Cell::Time(time),
+                    TextTime::Unreadable(text) => Cell::Str(Cow::Borrowed(text)),
+                },
                 Times::Native(values, factor) => values.values[i].map_or(Cell::Null, |v| Cell::Time(micros(v, *factor))),
             },
             None => match &self.attempts {
@@ -87,7 +94,7 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, colu
     let (mut key, mut cells) = (Vec::new(), Vec::with_capacity(layout.columns.len()));
     let mut dates = DateCache::default();
     for i in 0..height {
-        let (k, time) = match keys.find(i).zip(columns.time(i, &mut dates)) {
+        let (k, time) = match keys.find(i).zip(columns.time(i)) {
             Some((k, time)) if rows.window.contains(time) => {
                 tally.accepted += 1;
                 (k, time)

@@ -1,7 +1,7 @@
 //! The columns an analysis needs, read straight from their Parquet pages: signature columns as
 //! their distinct values and one code per row (rows that share a value share a code, so a key
-//! is built once per distinct tuple of codes), ids and times as the bytes of each value, no
-//! string decoded into Arrow. Anything unusual is declined, and the caller reads it through
+//! is built once per distinct tuple of codes), ids as the bytes of each value, times parsed as
+//! their pages are read, no string decoded into Arrow. Anything unusual is declined, and the caller reads it through
 //! polars.
 
 use std::io::Cursor;
@@ -13,6 +13,8 @@ use polars_parquet::parquet::metadata::ColumnChunkMetadata;
 use polars_parquet::parquet::page::{split_buffer, DataPage, DictPage};
 use polars_parquet::parquet::read::{BasicDecompressor, PageReader};
 use polars_parquet::parquet::schema::types::{IntegerType, PhysicalType, PrimitiveConvertedType, PrimitiveLogicalType, TimeUnit};
+
+use crate::timestamp::DateCache;
 
 /// The code (or start) of a null row.
 pub(super) const NULL: u32 = u32::MAX;
@@ -31,6 +33,28 @@ pub(super) struct Texts {
     bytes: Vec<u8>,
     starts: Vec<u32>,
 }
+
+/// A string time column, each value parsed as its page is read (no copy of the text is kept,
+/// the size of the ids): row `i`'s microseconds, `NO_TIME` when null, or `UNREADABLE + k`
+/// when its text, `unreadable[k]`, is not a timestamp.
+pub(super) struct TextTimes {
+    values: Vec<i64>,
+    unreadable: Vec<Box<str>>,
+}
+
+/// A row of a `TextTimes`.
+pub(super) enum TextTime<'a> {
+    Null,
+    Time(i64),
+    Unreadable(&'a str),
+}
+
+/// Below every time a timestamp's text gives (its year has four digits): a null row, and the
+/// first unreadable text.
+const NO_TIME: i64 = i64::MIN;
+const UNREADABLE: i64 = i64::MIN + 1;
+/// Values from here on are times.
+const READABLE: i64 = i64::MIN / 2;
 
 /// An integer column: row `i`'s value, or None when null.
 pub(super) struct Ints {
@@ -127,10 +151,45 @@ impl Texts {
     }
 
     fn value_at(&self, start: usize) -> &str {
-        let len = u32::from_le_bytes(self.bytes[start - 4..start].try_into().expect("4 bytes")) as usize;
-        let value = &self.bytes[start..start + len];
-        // Safety: `append_plain` checked that every value it recorded is valid UTF-8.
-        unsafe { std::str::from_utf8_unchecked(value) }
+        value_at(&self.bytes, start)
+    }
+}
+
+impl TextTimes {
+    /// None unless `chunk` is a flat string column of PLAIN or dictionary-encoded pages whose
+    /// values are valid UTF-8, decoding into `rows` rows.
+    pub fn read(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<TextTimes> {
+        if !is_string(chunk) {
+            return None;
+        }
+        let parse = |(dates, unreadable): &mut (DateCache, Vec<Box<str>>), page: &[u8], count: usize| {
+            let (starts, _) = plain_starts(page, count, 0)?;
+            let time = |start: u32| {
+                let text = value_at(page, start as usize);
+                match dates.parse(text) {
+                    Some(time) => {
+                        debug_assert!(time >= READABLE, "a four-digit year");
+                        time
+                    }
+                    None => {
+                        unreadable.push(text.into());
+                        UNREADABLE + (unreadable.len() - 1) as i64
+                    }
+                }
+            };
+            Some(starts.into_iter().map(time).collect())
+        };
+        let mut state = (DateCache::default(), Vec::new());
+        let values = values_per_row(chunk, file, rows, &mut state, parse, parse, NO_TIME)?;
+        Some(TextTimes { values, unreadable: state.1 })
+    }
+
+    pub fn get(&self, i: usize) -> TextTime<'_> {
+        match self.values[i] {
+            NO_TIME => TextTime::Null,
+            time if time >= READABLE => TextTime::Time(time),
+            k => TextTime::Unreadable(&self.unreadable[(k - UNREADABLE) as usize]),
+        }
     }
 }
 
@@ -321,11 +380,26 @@ fn plain_strs(mut bytes: &[u8], count: usize) -> impl Iterator<Item = Option<&st
 }
 
 /// Copies `count` PLAIN byte arrays to the end of `bytes` and returns where each value starts
-/// there; None unless each is valid UTF-8. The whole run is validated at once: its lengths
-/// are then ASCII bytes unless a value is 128 bytes or longer (such a run is checked value by
-/// value), and a value whose next byte continues a character is refused.
+/// there; None unless each is valid UTF-8.
 fn append_plain(bytes: &mut Vec<u8>, page: &[u8], count: usize) -> Option<Vec<u32>> {
-    let base = bytes.len();
+    let (starts, end) = plain_starts(page, count, bytes.len())?;
+    bytes.extend_from_slice(&page[..end]);
+    Some(starts)
+}
+
+/// The value a PLAIN byte array's `start` (as `plain_starts` gives it) begins in `bytes`.
+fn value_at(bytes: &[u8], start: usize) -> &str {
+    let len = u32::from_le_bytes(bytes[start - 4..start].try_into().expect("4 bytes")) as usize;
+    let value = &bytes[start..start + len];
+    // Safety: `plain_starts` checked that every value it found is valid UTF-8.
+    unsafe { std::str::from_utf8_unchecked(value) }
+}
+
+/// Where each of `count` PLAIN byte arrays at the start of `page` begins, plus `base`, and
+/// where the last ends; None unless each is valid UTF-8. The whole run is validated at once:
+/// its lengths are then ASCII bytes unless a value is 128 bytes or longer (such a run is
+/// checked value by value), and a value whose next byte continues a character is refused.
+fn plain_starts(page: &[u8], count: usize, base: usize) -> Option<(Vec<u32>, usize)> {
     let mut starts = Vec::with_capacity(count);
     let mut at = 0usize;
     for _ in 0..count {
@@ -348,8 +422,7 @@ fn append_plain(bytes: &mut Vec<u8>, page: &[u8], count: usize) -> Option<Vec<u3
             return None;
         }
     }
-    bytes.extend_from_slice(run);
-    Some(starts)
+    Some((starts, at))
 }
 
 /// `count` PLAIN integers of `width` bytes (4 or 8), little-endian, as i64.
