@@ -1,8 +1,8 @@
 //! The columns an analysis needs, read straight from their Parquet pages: signature columns as
 //! their distinct values and one code per row (rows that share a value share a code, so a key
 //! is built once per distinct tuple of codes), ids as the bytes of each value, times parsed as
-//! their pages are read, no string decoded into Arrow. Anything unusual is declined, and the caller reads it through
-//! polars.
+//! their pages are read, no string decoded into Arrow. Anything unusual is declined, and the
+//! caller reads it through polars.
 
 use std::io::Cursor;
 
