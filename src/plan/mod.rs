@@ -22,17 +22,54 @@ use fix::Fixes;
 use policy::Policy;
 
 /// `sha256(id|part|part…)` as lowercase hex, first 16 characters (the seed's key).
+///
+/// A message of up to 55 bytes, as most keys are, is one SHA-256 block: it is padded here and
+/// compressed once, without the streaming hasher's buffering (a plan makes a key a message).
 pub fn idempotency_key<S: AsRef<str>>(id: &str, parts: impl IntoIterator<Item = S>) -> IdempotencyKey {
-    let mut digest = Sha256::new();
-    digest.update(id.as_bytes());
+    let mut block = [0u8; 64];
+    let mut len = 0;
+    let mut longer: Option<Sha256> = None;
+    let mut add = |bytes: &[u8]| match &mut longer {
+        Some(digest) => digest.update(bytes),
+        None if len + bytes.len() <= ONE_BLOCK => {
+            block[len..len + bytes.len()].copy_from_slice(bytes);
+            len += bytes.len();
+        }
+        None => {
+            let mut digest = Sha256::new();
+            digest.update(&block[..len]);
+            digest.update(bytes);
+            longer = Some(digest);
+        }
+    };
+    add(id.as_bytes());
     for p in parts {
-        digest.update(b"|");
-        digest.update(p.as_ref().as_bytes());
+        add(b"|");
+        add(p.as_ref().as_bytes());
+    }
+    let mut head = [0u8; 8];
+    match longer {
+        Some(digest) => head.copy_from_slice(&digest.finalize()[..8]),
+        None => {
+            block[len] = 0x80;
+            block[56..].copy_from_slice(&(len as u64 * 8).to_be_bytes());
+            let mut state = SHA256_START;
+            sha2::compress256(&mut state, &[block.into()]);
+            head[..4].copy_from_slice(&state[0].to_be_bytes());
+            head[4..].copy_from_slice(&state[1].to_be_bytes());
+        }
     }
     let mut digits = [0; 16];
-    crate::manifest::write_hex(&digest.finalize()[..8], &mut digits);
+    crate::manifest::write_hex(&head, &mut digits);
     IdempotencyKey(digits)
 }
+
+/// The longest message that pads into one SHA-256 block (a 0x80 byte and its 8-byte length
+/// follow it).
+const ONE_BLOCK: usize = 55;
+
+/// SHA-256's initial hash value (FIPS 180-4, 5.3.3).
+const SHA256_START: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
 
 /// An idempotency key's 16 hex digits, held in place: a plan makes one for every message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,5 +283,30 @@ mod tests {
     fn key_is_the_first_16_hex_of_sha256_of_the_seed_string() {
         // sha256("cap-1|inference|det-v8.0"), computed with coreutils' sha256sum.
         assert_eq!(idempotency_key("cap-1", ["inference", "det-v8.0"]).as_str(), "e5723547563bdd9f");
+    }
+
+    #[test]
+    fn keys_of_one_block_and_longer_are_the_streaming_hashers() {
+        use sha2::{Digest, Sha256};
+        // Messages of 0 to 130 bytes: one block, the 55/56-byte edge, two and three blocks,
+        // the overflow met in the id or in a later part.
+        for total in 0..=130usize {
+            for split in [0, total / 3, total.saturating_sub(1), total] {
+                let text: String = (0..total).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+                let (id, rest) = text.split_at(split.min(total));
+                let parts: Vec<&str> = if rest.is_empty() { vec![] } else { rest.split('|').collect() };
+                let message = std::iter::once(id).chain(parts.iter().copied()).collect::<Vec<_>>().join("|");
+                let want = Sha256::digest(message.as_bytes());
+                let mut digits = [0; 16];
+                crate::manifest::write_hex(&want[..8], &mut digits);
+                assert_eq!(idempotency_key(id, &parts).as_str(), std::str::from_utf8(&digits).unwrap(), "{message:?}");
+            }
+        }
+        // Parts that add separators past one block.
+        let parts = ["x".repeat(20), "y".repeat(20), String::new(), "z".repeat(5)];
+        let want = Sha256::digest(format!("{}|{}", "i".repeat(12), parts.join("|")).as_bytes());
+        let mut digits = [0; 16];
+        crate::manifest::write_hex(&want[..8], &mut digits);
+        assert_eq!(idempotency_key(&"i".repeat(12), &parts).as_str(), std::str::from_utf8(&digits).unwrap());
     }
 }
