@@ -1,5 +1,5 @@
-//! The entries' SHA-256 taken on a thread of its own, block by block in order: the writer
-//! and the verifying reader both hash while they write or check the same bytes.
+//! The entries' SHA-256 taken on a thread of its own, block by block in order: the verifying
+//! reader hashes while its other threads check the same bytes.
 
 use std::ops::Deref;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
