@@ -94,7 +94,9 @@ REWRITE = r"""
 import sys, duckdb, pyarrow.parquet as pq
 source, writer, target = sys.argv[1:]
 if writer == "duckdb":
-    duckdb.connect().execute(f"COPY (SELECT * FROM read_parquet('{source}')) TO '{target}' (FORMAT parquet)")
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"COPY (SELECT * FROM read_parquet('{source}')) TO '{target}' (FORMAT parquet)")
 else:
     pq.write_table(pq.read_table(source), target)
 """
