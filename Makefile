@@ -18,7 +18,7 @@ RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
 # Headless Chromium opens the HTML report in a test (Debian's package).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test bench build release sample-data test-deps clean-bench
+.PHONY: demo test bench build release sample-data test-deps clean-bench check-aarch64
 
 ## Build (debug profile, dependencies optimised) and rank the committed sample dumps.
 demo: build
@@ -87,6 +87,19 @@ bench: release test-deps $(S3RVER) $(GNU_TIME)
 $(GNU_TIME):
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends time >/dev/null
+
+## Type-check the whole crate for aarch64, where the portable scanner replaces the AVX2 one
+## (rustup's aarch64 standard library and Debian's cross gcc for the C in -sys crates; its own
+## target dir, as nothing of it is shared with the native build).
+AARCH64_CC := /usr/bin/aarch64-linux-gnu-gcc
+check-aarch64: $(AARCH64_CC)
+	rustup target add aarch64-unknown-linux-gnu
+	CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar \
+		CARGO_TARGET_DIR=$(HOME)/.cache/dlqf-aarch64-target cargo check --target aarch64-unknown-linux-gnu --lib --bins --tests
+
+$(AARCH64_CC):
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc-aarch64-linux-gnu >/dev/null
 
 $(S3RVER):
 	command -v npm >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
