@@ -17,6 +17,8 @@ DEBUG_BIN := $(CARGO_TARGET_DIR)/debug/dlqf
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
 # Headless Chromium opens the HTML report in a test (Debian's package).
 CHROMIUM := /usr/bin/chromium
+# qemu's user-mode emulator runs the binary on a baseline x86-64 CPU in a test (Debian's package).
+QEMU := /usr/bin/qemu-x86_64
 
 .PHONY: demo test bench build release sample-data test-deps clean-bench check-aarch64
 
@@ -33,7 +35,7 @@ release:
 	cargo build --release
 
 ## Install what the tests need (DuckDB, moto, pyspark, confluent-kafka and pyarrow from PyPI in a venv; PostgreSQL,
-## openssl and Chromium from Debian; s3s-fs from crates.io),
+## openssl, Chromium and qemu-user from Debian; s3s-fs from crates.io),
 ## start a throwaway PostgreSQL (with TLS) and S3 server on loopback, run every test, stop both
 ## whatever the outcome.
 PG_DIR ?= /tmp/dlqf-test-pg
@@ -46,17 +48,21 @@ test: test-deps
 	cargo build --all-targets
 	scripts/postgres.sh start $(PG_DIR) $(PG_PORT) > $(PG_DIR).url
 	scripts/moto.sh start $(VENV)/bin $(MOTO_PORT) $(MOTO_PID) || { scripts/postgres.sh stop $(PG_DIR); exit 1; }
-	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) DLQF_POSTGRES_TLS=$(PG_DIR)/tls cargo test --all-targets -- --include-ignored; \
+	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_QEMU=$(QEMU) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) DLQF_POSTGRES_TLS=$(PG_DIR)/tls cargo test --all-targets -- --include-ignored; \
 	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
 
 DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)-$(CONFLUENT_KAFKA_VERSION)-$(PYARROW_VERSION)
 # s3s-fs checks credentials (moto accepts any), for the wrong-credentials test.
 S3S_FS := $(HOME)/.cargo/bin/s3s-fs
-test-deps: $(DEPS_STAMP) $(S3S_FS) $(CHROMIUM)
+test-deps: $(DEPS_STAMP) $(S3S_FS) $(CHROMIUM) $(QEMU)
 
 $(CHROMIUM):
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+
+$(QEMU):
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user >/dev/null
 
 $(S3S_FS):
 	CARGO_TARGET_DIR=$(HOME)/.cache/dlqf-s3s-target cargo install s3s-fs@0.14.1 --features binary --locked

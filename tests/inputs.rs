@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::util::{vision_line, Dir};
+use crate::util::{vision_line, Dir, TestCommand};
 
 fn rank_json(dir: &Dir, args: &[&str]) -> String {
     dir.command().arg("rank").args(args).args(["--format", "json"]).ok()
@@ -169,6 +169,34 @@ fn a_parquet_record_gives_key_fields_and_takes_fixes_as_its_json_line_does() {
     assert!(fixed > 0 && fixed < 3000, "{fixed} records fixed");
     if let Some(i) = (0..entries.len()).find(|&i| entries[i] != reference[i]) {
         panic!("entry {} differs:\n{}\n{}", i + 1, entries[i], reference[i]);
+    }
+}
+
+/// The binary picks its CPU extensions at run time: on qemu's baseline x86-64 CPU it reads
+/// JSON-lines and Parquet to the same reports and named rejects, and writes the same manifest
+/// entries, as on this CPU (SHA-NI, AVX2 and BMI here), and each verifies the other's manifest.
+#[test]
+#[ignore = "needs qemu-user: make test runs it"]
+fn a_cpu_without_simd_extensions_gives_the_same_reports_and_manifests() {
+    let qemu = std::env::var("DLQF_QEMU").expect("DLQF_QEMU is unset: run the tests through `make test`, which installs qemu-user");
+    let dir = Dir::new();
+    dir.gen("d.jsonl", &["--rows", "20000", "--seed", "3", "--malformed", "0.01"]);
+    dir.gen("d.parquet", &["--rows", "20000", "--seed", "3", "--row-group-rows", "5000"]);
+    dir.create("policy.toml", "clear_all = true\nmax_attempts = 1000\n");
+    for args in [["rank", "d.jsonl", "--format", "json"], ["rank", "d.parquet", "--format", "json"], ["trend", "d.jsonl", "--format", "json"]] {
+        let here = dir.command().args(args).expect_code(0);
+        let baseline = dir.command_on_baseline_cpu(&qemu).args(args).expect_code(0);
+        assert_eq!((&baseline.stdout, &baseline.stderr), (&here.stdout, &here.stderr), "{args:?}");
+        assert!(here.stderr.contains("d.jsonl:") || args[1] == "d.parquet", "rejects are named: {}", here.stderr);
+    }
+    for input in ["d.jsonl", "d.parquet"] {
+        let plan = |command: TestCommand, manifest: &str| command.args(["plan", input, "--policy", "policy.toml", "-o", manifest, "--no-progress"]).expect_code(0);
+        plan(dir.command(), "here.jsonl");
+        plan(dir.command_on_baseline_cpu(&qemu), "baseline.jsonl");
+        let entries = |name: &str| dir.read(name).lines().skip(1).map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(entries("baseline.jsonl"), entries("here.jsonl"), "{input}");
+        dir.command_on_baseline_cpu(&qemu).args(["show", "here.jsonl"]).expect_code(0);
+        dir.command().args(["show", "baseline.jsonl"]).expect_code(0);
     }
 }
 

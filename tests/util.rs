@@ -40,6 +40,14 @@ impl Dir {
         TestCommand { cmd, stdin: None }
     }
 
+    /// The dlqf binary run by qemu's user-mode emulator on its baseline x86-64 CPU (`qemu64`:
+    /// no SSE4, AVX, BMI or SHA extensions).
+    pub fn command_on_baseline_cpu(&self, qemu: &str) -> TestCommand {
+        let mut cmd = Command::new(qemu);
+        cmd.args(["-cpu", "qemu64", env!("CARGO_BIN_EXE_dlqf")]).current_dir(self.path());
+        TestCommand { cmd, stdin: None }
+    }
+
     /// Runs `dlqf gen` with these arguments and returns the output path.
     pub fn gen(&self, name: &str, args: &[&str]) -> PathBuf {
         self.command().args(["gen", "-o", name]).args(args).ok();
