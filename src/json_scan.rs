@@ -148,7 +148,7 @@ fn escape_flags(v: u64) -> u64 {
 /// From `pos`, the first byte of `s` that is `"`, `\\` or below 0x20 (or the end): 32 bytes at
 /// a time with the AVX2 kernel, else eight.
 #[inline(always)]
-pub(crate) fn string_stop(s: &[u8], pos: usize, kernel: Kernel) -> usize {
+fn string_stop(s: &[u8], pos: usize, kernel: Kernel) -> usize {
     #[cfg(target_arch = "x86_64")]
     if kernel == Kernel::Avx2 {
         // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
@@ -181,6 +181,22 @@ fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
     pos
 }
 
+/// Where the string whose body goes on at `pos` of `s` has its closing quote, its escapes
+/// checked but not decoded (its bytes are not checked as UTF-8); or why it is not a JSON
+/// string and where the parser stands when it says so.
+#[inline]
+pub(crate) fn string_end(s: &[u8], mut pos: usize, kernel: Kernel) -> Result<usize, (&'static str, usize)> {
+    loop {
+        pos = string_stop(s, pos, kernel);
+        match *s.get(pos).ok_or(("EOF while parsing a string", pos))? {
+            b'"' => return Ok(pos),
+            b'\\' => pos = escape_end(s, pos + 1)?,
+            0..=0x1f => return Err(("control character in a string", pos)),
+            _ => pos += 1,
+        }
+    }
+}
+
 /// Four hex digits from `at` of `s`: their value, or why not and where (at their start).
 fn hex4_at(s: &[u8], at: usize) -> Result<u32, (&'static str, usize)> {
     let digits = s.get(at..at + 4).ok_or(("EOF while parsing a string", at))?;
@@ -200,7 +216,7 @@ fn hex4_at(s: &[u8], at: usize) -> Result<u32, (&'static str, usize)> {
 /// Where the escape whose backslash is just before `at` of `s` ends, checked but not decoded;
 /// or why it is not one and where the parser stands when it says so.
 #[inline]
-pub(crate) fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
+fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
     match s.get(at) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 1),
         Some(b'u') => unicode_escape_at(s, at + 1).map(|(_, end)| end),
@@ -689,25 +705,14 @@ impl<'a> Parser<'a> {
 
     /// Validates and skips the rest of a string whose opening quote is behind.
     pub fn skip_string_body(&mut self) -> Result<(), String> {
-        loop {
-            self.scan_string_body();
-            let Some(&b) = self.s.get(self.pos) else {
-                return Err(self.error("EOF while parsing a string"));
-            };
-            match b {
-                b'"' => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                b'\\' => match escape_end(self.s, self.pos + 1) {
-                    Ok(end) => self.pos = end,
-                    Err((what, at)) => {
-                        self.pos = at;
-                        return Err(self.error(what));
-                    }
-                },
-                0..=0x1f => return Err(self.error("control character in a string")),
-                _ => self.pos += 1,
+        match string_end(self.s, self.pos, self.kernel) {
+            Ok(quote) => {
+                self.pos = quote + 1;
+                Ok(())
+            }
+            Err((what, at)) => {
+                self.pos = at;
+                Err(self.error(what))
             }
         }
     }

@@ -261,18 +261,9 @@ impl Shape {
 #[cold]
 #[inline(never)]
 fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<(Option<Cow<'_, str>>, usize)> {
-    use crate::json_scan::{escape_end, string_stop, Kernel};
-    // At a backslash: past the escape, then to the next `"`, `\\` or control byte.
-    let mut at = escape;
-    let end = loop {
-        // Only the AVX2 kernel reads lines raw.
-        at = string_stop(chunk, escape_end(chunk, at + 1).ok()?, Kernel::Avx2);
-        match *chunk.get(at)? {
-            b'"' => break at,
-            b'\\' => {}
-            _ => return None,
-        }
-    };
+    use crate::json_scan::{string_end, Kernel};
+    // Only the AVX2 kernel reads lines raw.
+    let end = string_end(chunk, escape, Kernel::Avx2).ok()?;
     // With its closing quote, which the parser reads past. Often ASCII: escapes are.
     let bytes = &chunk[from..=end];
     let text = if bytes.is_ascii() {
