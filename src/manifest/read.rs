@@ -96,7 +96,7 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
     let (digest, checked) = std::thread::scope(|scope| -> Result<(String, Vec<Checked>)> {
         // Owned here, so that leaving early (a read error) ends the checkers too.
         let to_check = to_check;
-        let hasher = Hasher::<Arc<Vec<u8>>>::start(4);
+        let mut hasher = Hasher::<Arc<Vec<u8>>>::start(4, ());
         let workers: Vec<_> = (0..checkers)
             .map(|_| {
                 let checkable = &checkable;
@@ -116,7 +116,7 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
         while let Some(block) = blocks.next_into(Vec::new()) {
             let block = Arc::new(block.with_context(read_error)?);
             // Blocks hashed are dropped here; the checkers keep their own reference.
-            drop(hasher.hash(block.clone()));
+            drop(hasher.hash(block.clone()).expect("hashing alone does not fail"));
             if let Some(copy) = copy.as_mut() {
                 copy.write_all(&block).with_context(copy_error)?;
             }
@@ -126,7 +126,7 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
         }
         drop(to_check);
         let checked = workers.into_iter().map(|w| w.join().expect("a checker does not panic")).collect();
-        Ok((hasher.finish(), checked))
+        Ok((hasher.finish().expect("hashing alone does not fail").0, checked))
     })?;
     let mut by_signature = Vec::new();
     let mut blocks = Vec::new();
