@@ -142,16 +142,12 @@ impl Texts {
     /// Row `i`'s value, or None when null.
     pub fn get(&self, i: usize) -> Option<&str> {
         let start = self.starts[i];
-        (start != NULL).then(|| self.value_at(start as usize))
+        (start != NULL).then(|| value_at(&self.bytes, start as usize))
     }
 
     /// Whether row `i` has a value.
     pub fn has(&self, i: usize) -> bool {
         self.starts[i] != NULL
-    }
-
-    fn value_at(&self, start: usize) -> &str {
-        value_at(&self.bytes, start)
     }
 }
 
