@@ -22,13 +22,19 @@ use crate::timestamp::DateCache;
 
 const CHUNK_BYTES: usize = 8 << 20;
 
+/// A copied chunk is read this much at a time into one buffer that stays in the core's L2
+/// cache: `pread` writes it there and the decoder reads it there, where a whole chunk's copy
+/// went out to memory and came back (rank of 3.9 GB in small folios: 0.70 s against 0.77 s,
+/// sys 0.23 s against 0.31; 64 KiB and 1 MiB windows 0.73 s).
+const WINDOW_BYTES: usize = 256 << 10;
+
 /// The input's lines as numbered newline-aligned chunks, decompressed (by the name's
 /// extension, or by the stream's first bytes when the name says nothing, as on stdin).
 pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -> Result<Chunks> {
     if compression == Compression::None {
         if let Some(mapped) = opener.map(&input.location)? {
             if sniffed(compression, &mapped.map) == Compression::None {
-                return Ok(Chunks::mapped(mapped, CHUNK_BYTES, ReadMode::from_env(), &input.display));
+                return Ok(Chunks::mapped(mapped, CHUNK_BYTES, WINDOW_BYTES, ReadMode::from_env(), &input.display));
             }
         }
     }
@@ -53,44 +59,59 @@ fn sniffed(given: Compression, head: &[u8]) -> Compression {
     }
 }
 
-/// Decodes one chunk: each line through the field picker and the rows' layout; `accept` gets
-/// every accepted row with its line's own text as the record. A line of a kept shape is read
-/// straight from the chunk, its end found as it is read; any other is cut at its newline,
-/// checked as UTF-8 and parsed.
-pub(super) fn decode(rows: &Rows, bytes: &[u8], mut accept: impl FnMut(FullRow<'_>)) -> PieceTally {
-    let names = &rows.layout.columns;
-    let mut cells: Vec<Cell> = vec![Cell::Missing; names.len()];
-    let mut key = Vec::with_capacity(128);
-    let mut tally = PieceTally::default();
-    let mut picker = FieldPicker::new(names);
-    let mut dates = DateCache::default();
-    let mut at = 0;
-    while at < bytes.len() {
-        tally.lines += 1;
-        let (parsed, next) = match picker.read_raw(bytes, at, &mut cells) {
-            Some(end) => {
-                debug_assert!(std::str::from_utf8(&bytes[at..end]).is_ok(), "a line read raw is UTF-8");
-                // SAFETY: a line `read_raw` reads is valid UTF-8 (see `Shape::read_raw`).
-                let text = unsafe { std::str::from_utf8_unchecked(&bytes[at..end]) };
-                let newline = if bytes.get(end) == Some(&b'\r') { 2 } else { 1 };
-                (Ok(text), (end + newline).min(bytes.len()))
-            }
-            None => match read_full(bytes, at, &mut picker, &mut cells) {
-                (Some(parsed), next) => (parsed, next),
-                (None, next) => {
-                    at = next;
-                    continue;
+/// Decodes one chunk, whole or handed over in newline-aligned windows one after another: each
+/// line goes through the field picker and the rows' layout, and `accept` gets every accepted
+/// row with its line's own text as the record. A line of a kept shape is read straight from
+/// the bytes, its end found as it is read; any other is cut at its newline, checked as UTF-8
+/// and parsed. What the lines taught (their shapes, their dates) and their numbering carry
+/// from one window to the next.
+pub(super) struct LineDecoder<'r> {
+    rows: &'r Rows<'r>,
+    picker: FieldPicker<'r>,
+    key: Vec<u8>,
+    dates: DateCache,
+    pub tally: PieceTally,
+}
+
+impl<'r> LineDecoder<'r> {
+    pub fn new(rows: &'r Rows<'r>) -> LineDecoder<'r> {
+        let picker = FieldPicker::new(&rows.layout.columns);
+        LineDecoder { rows, picker, key: Vec::with_capacity(128), dates: DateCache::default(), tally: PieceTally::default() }
+    }
+
+    /// Decodes the chunk's next window (whole lines), numbering its lines on from the last's.
+    pub fn decode(&mut self, bytes: &[u8], accept: &mut impl FnMut(FullRow<'_>)) {
+        let LineDecoder { rows, picker, key, dates, tally } = self;
+        // New cells each window (they borrow from it): all `Missing`, as the picker may
+        // expect of the cells a line of its first shape left.
+        let mut cells: Vec<Cell> = vec![Cell::Missing; rows.layout.columns.len()];
+        let mut at = 0;
+        while at < bytes.len() {
+            tally.lines += 1;
+            let (parsed, next) = match picker.read_raw(bytes, at, &mut cells) {
+                Some(end) => {
+                    debug_assert!(std::str::from_utf8(&bytes[at..end]).is_ok(), "a line read raw is UTF-8");
+                    // SAFETY: a line `read_raw` reads is valid UTF-8 (see `Shape::read_raw`).
+                    let text = unsafe { std::str::from_utf8_unchecked(&bytes[at..end]) };
+                    let newline = if bytes.get(end) == Some(&b'\r') { 2 } else { 1 };
+                    (Ok(text), (end + newline).min(bytes.len()))
                 }
-            },
-        };
-        at = next;
-        let line_no = tally.lines;
-        match parsed {
-            Ok(text) => rows.take(&cells, &mut key, &mut dates, line_no, &mut tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) })),
-            Err(reason) => tally.reject(line_no, reason),
+                None => match read_full(bytes, at, picker, &mut cells) {
+                    (Some(parsed), next) => (parsed, next),
+                    (None, next) => {
+                        at = next;
+                        continue;
+                    }
+                },
+            };
+            at = next;
+            let line_no = tally.lines;
+            match parsed {
+                Ok(text) => rows.take(&cells, key, dates, line_no, tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) })),
+                Err(reason) => tally.reject(line_no, reason),
+            }
         }
     }
-    tally
 }
 
 /// The line at `at`, cut at its newline, checked as UTF-8 and parsed: its text or why it is
@@ -162,8 +183,9 @@ pub(super) struct Chunks {
 
 enum ChunkSource {
     Read(Mutex<ChunkReader>),
-    /// A local file, cut into chunks on its mapping; the next chunk's start and number.
-    Mapped { map: Arc<Mmap>, file: File, size: usize, next: Mutex<(usize, usize)>, mode: ReadMode },
+    /// A local file, cut into chunks on its mapping; the next chunk's start and number, and
+    /// how much of a chunk copied out is read at a time.
+    Mapped { map: Arc<Mmap>, file: File, size: usize, next: Mutex<(usize, usize)>, mode: ReadMode, window: usize },
 }
 
 /// How a mapped file's chunks are read: in place, copied out with `pread`, or each as the
@@ -184,10 +206,19 @@ impl ReadMode {
             _ => ReadMode::Probe,
         }
     }
+
+    /// Whether a mapped chunk is copied out rather than read in place.
+    fn copies(self, map: &Mmap, chunk: Range<usize>) -> bool {
+        match self {
+            ReadMode::Map => false,
+            ReadMode::Copy => true,
+            ReadMode::Probe => copying_beats_mapping(map, chunk),
+        }
+    }
 }
 
-/// One chunk's bytes: read into a buffer, or a range of a mapped file (read in place or,
-/// by `Chunks::load`, copied out).
+/// One chunk's bytes: read into a buffer, or a range of a mapped file (read in place or
+/// copied out, whole by `Chunks::load` or a window at a time by `Chunks::read_windows`).
 pub(super) enum ChunkBytes {
     Read(Vec<u8>),
     Mapped(Arc<Mmap>, Range<usize>),
@@ -215,9 +246,9 @@ impl Chunks {
         Chunks { source: ChunkSource::Read(Mutex::new(reader)), display: display.to_string(), spare: Mutex::new(Vec::new()) }
     }
 
-    fn mapped(mapped: MappedFile, size: usize, mode: ReadMode, display: &str) -> Chunks {
+    fn mapped(mapped: MappedFile, size: usize, window: usize, mode: ReadMode, display: &str) -> Chunks {
         let MappedFile { map, file } = mapped;
-        let source = ChunkSource::Mapped { map: Arc::new(map), file, size, next: Mutex::new((0, 0)), mode };
+        let source = ChunkSource::Mapped { map: Arc::new(map), file, size, next: Mutex::new((0, 0)), mode, window };
         Chunks { source, display: display.to_string(), spare: Mutex::new(Vec::new()) }
     }
 
@@ -249,19 +280,14 @@ impl Chunks {
         })
     }
 
-    /// A chunk ready to decode: a mapped range copied out where the read mode (or its probe)
-    /// says copying costs less. Called by the thread that decodes the chunk, so that the copy
-    /// does not hold up the cutting of the next one.
+    /// A chunk ready to decode, whole: a mapped range copied out where the read mode (or its
+    /// probe) says copying costs less. Called by the thread that decodes the chunk, so that
+    /// the copy does not hold up the cutting of the next one.
     pub(super) fn load(&self, bytes: ChunkBytes) -> Result<ChunkBytes> {
         let (ChunkSource::Mapped { file, mode, .. }, ChunkBytes::Mapped(map, range)) = (&self.source, &bytes) else {
             return Ok(bytes);
         };
-        let copy = match mode {
-            ReadMode::Map => false,
-            ReadMode::Copy => true,
-            ReadMode::Probe => copying_beats_mapping(map, range.clone()),
-        };
-        if !copy {
+        if !mode.copies(map, range.clone()) {
             return Ok(bytes);
         }
         let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
@@ -270,6 +296,49 @@ impl Chunks {
         // The pages the probe and the cut touched (where it looked for the last newline).
         release(map, range.clone());
         read.map(|()| ChunkBytes::Read(buf))
+    }
+
+    /// Hands a chunk to `each` as newline-aligned windows, in order: a mapped range that the
+    /// read mode (or its probe) says to copy is read a window at a time into one small buffer
+    /// that stays in the core's cache, the line cut at a window's end carried to the next;
+    /// anything else whole. The chunk is given back after.
+    pub(super) fn read_windows(&self, bytes: ChunkBytes, mut each: impl FnMut(&[u8])) -> Result<()> {
+        let (ChunkSource::Mapped { file, mode, window, .. }, ChunkBytes::Mapped(map, range)) = (&self.source, &bytes) else {
+            each(&bytes);
+            self.give_back(bytes);
+            return Ok(());
+        };
+        if !mode.copies(map, range.clone()) {
+            each(&bytes);
+            self.give_back(bytes);
+            return Ok(());
+        }
+        let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
+        let (mut carry, mut offset) = (0, range.start);
+        let read = loop {
+            let want = (*window).min(range.end - offset);
+            if buf.len() < carry + want {
+                buf.resize(carry + want, 0);
+            }
+            if let Err(e) = file.read_exact_at(&mut buf[carry..carry + want], offset as u64) {
+                break Err(e);
+            }
+            offset += want;
+            let filled = carry + want;
+            let cut = if offset == range.end { filled } else { memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |nl| nl + 1) };
+            if cut > 0 {
+                each(&buf[..cut]);
+            }
+            buf.copy_within(cut..filled, 0);
+            carry = filled - cut;
+            if offset == range.end {
+                break Ok(());
+            }
+        };
+        // The pages the probe and the cut touched (where it looked for the last newline).
+        release(map, range.clone());
+        self.spare.lock().expect("spare buffers").push(buf);
+        read.with_context(|| format!("{}: read error", self.display))
     }
 
     /// Takes back a decoded chunk: a buffer for reuse; a mapped range leaves the resident set
@@ -415,10 +484,12 @@ mod tests {
         }
         let chunk = lines.join(&b'\n');
         let mut got = Vec::new();
-        let tally = decode(&rows, &chunk, |row| {
+        let mut decoder = LineDecoder::new(&rows);
+        decoder.decode(&chunk, &mut |row: FullRow| {
             let Record::Text(text) = row.record else { unreachable!() };
             got.push((row.facts.id.into_owned(), row.facts.attempts, text.to_string()));
         });
+        let tally = decoder.tally;
         let (mut want, mut bad) = (Vec::new(), Vec::new());
         for (n, l) in chunk.split(|&b| b == b'\n').enumerate() {
             let l = l.strip_suffix(b"\r").unwrap_or(l);
@@ -435,6 +506,60 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!((tally.accepted, tally.rejected), (want.len() as u64, bad.len() as u64));
         assert!(want.len() > 30 && bad.len() > 10);
+    }
+
+    /// A chunk copied out a window at a time (windows shorter than a line, about two lines,
+    /// longer than the chunk) decodes as the chunk read in place: the same rows, the same lines
+    /// counted and the same rejects named at the same numbers, chunk by chunk.
+    #[test]
+    fn a_chunk_read_in_windows_decodes_as_the_whole_chunk() {
+        let layout = super::super::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
+        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None } };
+        let mut text = BOM.to_vec();
+        for i in 0..3000 {
+            let store = if i % 50 == 33 { "s".repeat(3000) } else { format!("store-{}", i % 7) };
+            let line = format!(r#"{{"capture_id":"cap-{i}","store_id":"{store}","stage":"inference","reject_reason":"r{}","registry_revision":"det-v8.0","capture_timestamp":"2026-10-21T11:29:24Z","attempts":{}}}"#, i % 3, i % 4);
+            let line = match i % 50 {
+                7 => "  ".to_string(),
+                13 => line[..70].to_string(),
+                21 => format!("{line}\r"),
+                29 => line.replace("inference", "inf\\u00e9rence"),
+                _ => line,
+            };
+            text.extend(line.bytes());
+            text.push(b'\n');
+        }
+        text.extend(br#"{"capture_id":"last"}"#);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &text).unwrap();
+        let decoded = |window: usize, mode: ReadMode| {
+            let chunks = Chunks::mapped(crate::storage::map_file(file.path()).unwrap().unwrap(), 4096, window, mode, "t");
+            let mut out = Vec::new();
+            for piece in chunks.iter() {
+                let Piece::Chunk(index, bytes) = piece.unwrap() else { unreachable!() };
+                let mut decoder = LineDecoder::new(&rows);
+                let mut got = Vec::new();
+                chunks
+                    .read_windows(bytes, |window| {
+                        decoder.decode(window, &mut |row: FullRow| {
+                            let Record::Text(text) = row.record else { unreachable!() };
+                            got.push((row.facts.id.into_owned(), text.to_string()));
+                        })
+                    })
+                    .unwrap();
+                let tally = decoder.tally;
+                out.push((index, tally.lines, tally.accepted, tally.rejects, got));
+            }
+            out
+        };
+        let whole = decoded(64, ReadMode::Map);
+        assert!(whole.len() > 100);
+        assert_eq!(whole.iter().map(|c| c.1).sum::<u64>(), 3001);
+        assert_eq!(whole.iter().map(|c| c.2).sum::<u64>(), 3000 - 60 - 60);
+        assert_eq!(whole.iter().map(|c| c.3.len()).sum::<usize>(), 61);
+        for window in [64, 600, 1 << 20] {
+            assert!(decoded(window, ReadMode::Copy) == whole, "windows of {window} bytes");
+        }
     }
 
     #[test]
@@ -465,7 +590,7 @@ mod tests {
         // In place and copied out: the same chunks.
         let cut = |mode: ReadMode| {
             let mapped = crate::storage::map_file(file.path()).unwrap().unwrap();
-            let chunks = Chunks::mapped(mapped, 1000, mode, "t");
+            let chunks = Chunks::mapped(mapped, 1000, 64, mode, "t");
             let mut parts = Vec::new();
             for (n, piece) in chunks.iter().enumerate() {
                 let Piece::Chunk(index, bytes) = piece.unwrap() else { unreachable!() };

@@ -385,15 +385,15 @@ impl Scan<'_> {
     }
 
     /// Decodes one piece, `accept` getting each accepted row (with its whole record when
-    /// `records`). A chunk's buffer goes back to the reader for reuse.
-    fn decode(&self, pieces: &Pieces, piece: Piece, records: bool, accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
+    /// `records`). A chunk is decoded window by window as it is read, then given back.
+    fn decode(&self, pieces: &Pieces, piece: Piece, records: bool, mut accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
         self.progress.advance(piece.bytes());
         match (pieces, piece) {
             (Pieces::Lines(chunks), Piece::Chunk(_, bytes)) => {
-                let bytes = chunks.load(bytes)?;
-                let tally = jsonl::decode(&self.rows(), &bytes, accept);
-                chunks.give_back(bytes);
-                Ok(tally)
+                let rows = self.rows();
+                let mut decoder = jsonl::LineDecoder::new(&rows);
+                chunks.read_windows(bytes, |window| decoder.decode(window, &mut accept))?;
+                Ok(decoder.tally)
             }
             (Pieces::Groups(source, _), Piece::Group(group)) => {
                 let columns = (!records).then_some(self.layout.columns.as_slice());
