@@ -436,10 +436,11 @@ impl Scan<'_> {
         let mut tally = Tally::default();
         for input in inputs {
             let pieces = self.pieces(&opener, input)?;
-            let read = |piece: Result<Piece>| -> Result<(A, Vec<(usize, PieceTally)>)> {
+            // A part goes on from piece to piece (a few parts a run, not one a piece): fewer to
+            // merge.
+            let read = |(mut part, mut tallies): (A, Vec<(usize, PieceTally)>), piece: Result<Piece>| -> Result<(A, Vec<(usize, PieceTally)>)> {
                 let piece = piece?;
                 let index = piece.index();
-                let mut part = make();
                 let from_pages = match (&pieces, &piece) {
                     (Pieces::Groups(source, _), Piece::Group(group)) => self.fold_pages(source, *group, &mut part)?,
                     _ => None,
@@ -454,11 +455,13 @@ impl Scan<'_> {
                         }
                     })?,
                 };
-                Ok((part, vec![(index, piece_tally)]))
+                tallies.push((index, piece_tally));
+                Ok((part, tallies))
             };
+            let start = || (make(), Vec::new());
             let folded = match &pieces {
-                Pieces::Lines(chunks) => chunks.iter().par_bridge().map(read).try_reduce(|| (make(), Vec::new()), merge),
-                Pieces::Groups(_, groups) => groups.par_iter().map(|g| read(Ok(Piece::Group(*g)))).try_reduce(|| (make(), Vec::new()), merge),
+                Pieces::Lines(chunks) => chunks.iter().par_bridge().try_fold(start, read).try_reduce(start, merge),
+                Pieces::Groups(_, groups) => groups.par_iter().map(|g| Ok(Piece::Group(*g))).try_fold(start, read).try_reduce(start, merge),
             };
             let (part, mut piece_tallies) = folded?;
             acc.merge(part);
