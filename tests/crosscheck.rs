@@ -122,6 +122,50 @@ enum Dictionary {
     Overflowed,
 }
 
+/// Ids are read from the pages a first failure needs: a page of ids no bucket's first failure
+/// is in is never read (a broken id there changes nothing, read on one thread, so that the
+/// earliest group is met first), and a broken id that is a first failure stops the run,
+/// naming the file, the row group and the column.
+#[test]
+#[ignore = "needs pyarrow: make test runs it"]
+fn id_pages_are_read_only_where_a_first_failure_is() {
+    let dir = Dir::new();
+    let script = r#"
+import sys
+import pyarrow as pa, pyarrow.parquet as pq
+n = 3000
+schema = pa.schema([pa.field("capture_id", pa.string(), nullable=False), ("stage", pa.string()),
+                    ("reject_reason", pa.string()), ("registry_revision", pa.string()), ("capture_timestamp", pa.string())])
+for name, early in [("clean", None), ("later", None), ("first", 2500)]:
+    # The first row group on 1 October, the two others on the 2nd; row 2500 the earliest of all.
+    times = [f"2026-10-0{1 if i < 1000 else 2}T{i % 24:02d}:00:00Z" for i in range(n)]
+    if early is not None:
+        times[early] = "2026-09-30T00:00:00Z"
+    table = pa.table({"capture_id": [f"id-{i:05d}" for i in range(n)], "stage": ["a" if i % 2 else "b" for i in range(n)],
+                      "reject_reason": ["r"] * n, "registry_revision": ["v"] * n, "capture_timestamp": times}, schema=schema)
+    path = f"{sys.argv[1]}/{name}.parquet"
+    pq.write_table(table, path, compression="none", use_dictionary=["stage", "reject_reason", "registry_revision"],
+                   data_page_size=1024, row_group_size=1000, write_statistics=False)
+    if name != "clean":
+        data = bytearray(open(path, "rb").read())
+        assert data.count(b"id-02500") == 1
+        data[data.find(b"id-02500")] = 0xFF
+        open(path, "wb").write(data)
+"#;
+    let out = Command::new(python()).arg("-c").arg(script).arg(dir.join("")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rank = |file: &str| dir.command().args(["--threads", "1", "rank", "--format", "json", file]);
+    let clean = rank("clean.parquet").expect_code(0);
+    let polars = dir.command().env("DLQF_PARQUET_PAGES", "off").args(["--threads", "1", "rank", "--format", "json", "clean.parquet"]).expect_code(0);
+    assert_eq!(clean.stdout, polars.stdout);
+    let report: Value = serde_json::from_str(&clean.stdout).unwrap();
+    let examples: Vec<&str> = report["buckets"].as_array().unwrap().iter().map(|b| b["example_id"].as_str().unwrap()).collect();
+    assert_eq!(examples, ["id-00001", "id-00000"]);
+    assert_eq!(rank("later.parquet").expect_code(0).stdout, clean.stdout);
+    let run = rank("first.parquet").expect_code(1);
+    assert!(run.stderr.contains("first.parquet: corrupt row group at row 2001: a page of column `capture_id` cannot be read"), "{}", run.stderr);
+}
+
 /// A nested column where the profile expects a number or a string (a struct of one field or of
 /// two) rejects every row, naming the field, whether the row group is read from its pages or
 /// by polars alone.

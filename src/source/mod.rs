@@ -9,6 +9,8 @@ mod jsonl;
 pub mod layout;
 mod parquet;
 mod parquet_fold;
+mod parquet_late;
+mod first_times;
 mod parquet_pages;
 mod parquet_json;
 mod rows;
@@ -27,6 +29,7 @@ pub use table::{Ndjson, RawTable};
 
 use crate::messages::Progress;
 use layout::{Layout, RowFacts};
+pub use first_times::FirstTimes;
 use crate::storage::{Location, Opener, Storage};
 use jsonl::Chunks;
 use parquet::{Group, ParquetSource};
@@ -162,8 +165,12 @@ pub trait Accumulator: Send + Sized {
 
 /// A row group's rows with numbered keys: row `r` has key number `numbers[r]` (`keys[n]` is
 /// key number n; `NOT_ACCEPTED`: the row was rejected or outside the window) and time
-/// `times[r]`; `facts(r)` gives its id and attempts too.
+/// `times[r]`; `facts(r)` gives its id and attempts too, at a cost (its page may be read only
+/// then). `layout` tells which keys normalise alike, and `first_times` what the fold's other
+/// parts met in each bucket.
 pub struct NumberedRows<'a> {
+    pub layout: &'a Layout,
+    pub first_times: &'a FirstTimes,
     pub keys: &'a [Vec<u8>],
     pub numbers: &'a [u32],
     pub times: &'a [i64],
@@ -412,7 +419,7 @@ impl Scan<'_> {
     /// (string signature columns and id, a string or native time, PLAIN or dictionary pages);
     /// None leaves it to polars, as does `DLQF_PARQUET_PAGES=off` for every group (tests
     /// compare the two readers with it).
-    fn fold_pages<A: Accumulator>(&self, source: &ParquetSource, group: Group, acc: &mut A) -> Result<Option<PieceTally>> {
+    fn fold_pages<A: Accumulator>(&self, source: &ParquetSource, group: Group, first_times: &FirstTimes, acc: &mut A) -> Result<Option<PieceTally>> {
         static PAGES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         if !*PAGES.get_or_init(|| std::env::var_os("DLQF_PARQUET_PAGES").is_none_or(|v| v != "off")) {
             return Ok(None);
@@ -421,7 +428,11 @@ impl Scan<'_> {
         let Some(plan) = plan else { return Ok(None) };
         let Some(columns) = source.page_columns(group, plan, &self.layout.columns)? else { return Ok(None) };
         self.progress.advance(group.bytes);
-        Ok(Some(parquet_fold::fold_pages(&self.rows(), plan, &columns, acc)))
+        let tally = parquet_fold::fold_pages(&self.rows(), plan, &columns, first_times, acc);
+        if columns.id.unreadable() {
+            return Err(source.unreadable_ids(group, &self.layout.columns[plan.id]));
+        }
+        Ok(Some(tally))
     }
 
     /// Reads every input into one accumulator made by `make`: pieces are decoded in parallel,
@@ -434,6 +445,8 @@ impl Scan<'_> {
         let opener = self.storage.open_in_order(&objects(inputs));
         let mut acc = make();
         let mut tally = Tally::default();
+        // What any part met in each bucket: rows later than that are folded without their ids.
+        let first_times = FirstTimes::default();
         for input in inputs {
             let pieces = self.pieces(&opener, input)?;
             // A part goes on from piece to piece (a few parts a run, not one a piece): fewer to
@@ -442,7 +455,7 @@ impl Scan<'_> {
                 let piece = piece?;
                 let index = piece.index();
                 let from_pages = match (&pieces, &piece) {
-                    (Pieces::Groups(source, _), Piece::Group(group)) => self.fold_pages(source, *group, &mut part)?,
+                    (Pieces::Groups(source, _), Piece::Group(group)) => self.fold_pages(source, *group, &first_times, &mut part)?,
                     _ => None,
                 };
                 let piece_tally = match from_pages {

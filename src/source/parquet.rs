@@ -19,6 +19,7 @@ use polars::prelude::{
 use polars_buffer::Buffer;
 
 use super::parquet_fold::{PageColumns, Times};
+use super::parquet_late::{Ids, LateTexts};
 use super::parquet_pages::{Codes, Ints, TextTimes, Texts};
 use super::parquet_json::{ParquetRow, RowWriter};
 use super::rows::{FullRow, PieceTally, Record, Rows};
@@ -169,10 +170,16 @@ impl<'s> ParquetSource<'s> {
         columns.map(|names| names.iter().filter(|n| rg.columns_under_root_iter(n).is_some()).cloned().collect())
     }
 
+    /// The error of a row group whose ids, read late, hold a page that cannot be read.
+    pub fn unreadable_ids(&self, group: Group, column: &str) -> anyhow::Error {
+        anyhow::anyhow!("{}: corrupt row group at row {}: a page of column `{column}` cannot be read", self.display, group.offset + 1)
+    }
+
     /// What an analysis needs of one row group, read from its pages (`parquet_pages`): None
     /// unless the signature columns and the id are strings, the time a string or native
     /// timestamp column, the attempts integers (or absent), every page PLAIN or
     /// dictionary-encoded, and the tuples of signature codes can be numbered in 64 bits.
+    /// Ids are read late (`parquet_late`) where every row has one.
     pub fn page_columns(&self, group: Group, plan: &DirectColumns, names: &[String]) -> Result<Option<PageColumns>> {
         let rg = &self.metadata.row_groups[group.index];
         let chunk = |i: usize| {
@@ -209,7 +216,16 @@ impl<'s> ParquetSource<'s> {
             };
             Some((signature, attempts, time))
         };
-        let id = || Texts::read(chunk(plan.id)?, &file, rows);
+        // Read late where every row has an id (and the column is not the time's too): a fold
+        // asks for few.
+        let late = plan.id != plan.time && plan.attempts != Some(plan.id);
+        let id = || {
+            let chunk = chunk(plan.id)?;
+            match late.then(|| LateTexts::read(chunk, &file, rows, &self.metadata.footer_buf)).flatten() {
+                Some(late) => Some(Ids::Late(late)),
+                None => Texts::read(chunk, &file, rows).map(Ids::Read),
+            }
+        };
         // In a large group the ids and the other columns, often as many bytes, are two tasks:
         // a thread with no group left takes one instead of waiting for the group to end. (In
         // small groups the split costs more than it saves: its halves end up on two cores.)

@@ -4,17 +4,18 @@
 use std::borrow::Cow;
 
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
-use super::parquet_pages::{Codes, Ints, TextTime, TextTimes, Texts, NULL};
+use super::parquet_late::Ids;
+use super::parquet_pages::{Codes, Ints, TextTime, TextTimes, NULL};
 use super::rows::{PieceTally, Rows};
 use super::parquet::micros;
-use super::{Accumulator, NumberedRows};
+use super::{Accumulator, FirstTimes, NumberedRows};
 use crate::timestamp::DateCache;
 
 /// The columns an analysis needs of one row group, read from their pages.
 pub(super) struct PageColumns {
     /// In signature order.
     pub signature: Vec<Codes>,
-    pub id: Texts,
+    pub id: Ids,
     pub time: Times,
     /// None when the profile has no attempts field or the file no such column.
     pub attempts: Option<Ints>,
@@ -61,7 +62,12 @@ impl PageColumns {
                 NULL => Cell::Null,
                 code => Cell::Str(Cow::Borrowed(&*self.signature[k].values[code as usize])),
             },
-            None if j == plan.id => text(self.id.get(i)),
+            // A late id is there and valid in every row: what the layout decides does not hang
+            // on its text, which is not read for that (`fold_pages` asks for it only if needed).
+            None if j == plan.id => match &self.id {
+                Ids::Late(_) => Cell::Str(Cow::Borrowed("")),
+                Ids::Read(texts) => text(texts.get(i)),
+            },
             None if j == plan.time => match &self.time {
                 Times::Text(times) => match times.get(i) {
                     TextTime::Null => Cell::Null,
@@ -80,9 +86,9 @@ impl PageColumns {
 
 /// Folds one row group read from its pages: one key per distinct tuple of signature codes, the
 /// rows handed over with their key numbers. A row with a null or unreadable cell goes through the
-/// layout alone, which names what is wrong, as `decode` would. `plan` says where the columns
-/// are in the layout, as they were read.
-pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, columns: &PageColumns, acc: &mut A) -> PieceTally {
+/// layout alone, which names what is wrong, as `decode` would, and if it takes the row, the key
+/// it built is numbered too. `plan` says where the columns are in the layout, as they were read.
+pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, columns: &PageColumns, first_times: &FirstTimes, acc: &mut A) -> PieceTally {
     let layout = rows.layout;
     let height = columns.rows;
     let mut keys = CodeKeys::new(&columns.signature);
@@ -105,15 +111,16 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, colu
             }
             None => {
                 columns.cells(plan, layout.columns.len(), i, &mut cells);
-                rows.take(&cells, &mut key, &mut dates, i as u64 + 1, &mut tally, |key, row| acc.add(key, &row));
-                (NO_KEY, 0)
+                let mut taken = (NO_KEY, 0);
+                rows.take(&cells, &mut key, &mut dates, i as u64 + 1, &mut tally, |key, row| taken = (keys.number_built(key), row.time));
+                taken
             }
         };
         key_of.push(k);
         times.push(time);
     }
     let facts = |i: usize| columns.facts(i, times[i]);
-    acc.add_numbered(&NumberedRows { keys: &keys.keys, numbers: &key_of, times: &times, facts: &facts });
+    acc.add_numbered(&NumberedRows { layout, first_times, keys: &keys.keys, numbers: &key_of, times: &times, facts: &facts });
     tally
 }
 
@@ -130,6 +137,8 @@ struct CodeKeys<'a> {
     /// Key number by tuple number: a table when there are few tuples, else a map.
     table: Vec<u32>,
     map: std::collections::HashMap<u64, u32, foldhash::fast::RandomState>,
+    /// Key numbers of keys the layout built (for rows with a null or unreadable cell).
+    built: std::collections::HashMap<Vec<u8>, u32, foldhash::fast::RandomState>,
     keys: Vec<Vec<u8>>,
 }
 
@@ -148,7 +157,7 @@ impl<'a> CodeKeys<'a> {
             })
             .collect();
         let table = if radix <= TABLE_TUPLES { vec![NO_KEY; radix as usize] } else { Vec::new() };
-        CodeKeys { coded, radices, table, map: Default::default(), keys: Vec::new() }
+        CodeKeys { coded, radices, table, map: Default::default(), built: Default::default(), keys: Vec::new() }
     }
 
     /// Row `i`'s key number, or None when a signature cell is null.
@@ -166,6 +175,18 @@ impl<'a> CodeKeys<'a> {
             Some(k) => k,
             None => self.number(i, tuple),
         })
+    }
+
+    /// The number of a key the layout built.
+    #[cold]
+    fn number_built(&mut self, key: &[u8]) -> u32 {
+        if let Some(&k) = self.built.get(key) {
+            return k;
+        }
+        let k = self.keys.len() as u32;
+        self.keys.push(key.to_vec());
+        self.built.insert(key.to_vec(), k);
+        k
     }
 
     /// Numbers the tuple first seen at row `i`, building its key.

@@ -247,11 +247,25 @@ fn is_flat(chunk: &ColumnChunkMetadata) -> bool {
 }
 
 /// A top-level column of UTF-8 byte arrays, which polars reads as a string column.
-fn is_string(chunk: &ColumnChunkMetadata) -> bool {
+pub(super) fn is_string(chunk: &ColumnChunkMetadata) -> bool {
     let primitive = &chunk.descriptor().descriptor.primitive_type;
     let annotated = matches!(primitive.logical_type, Some(PrimitiveLogicalType::String))
         || matches!(primitive.converted_type, Some(PrimitiveConvertedType::Utf8));
     primitive.physical_type == PhysicalType::ByteArray && annotated && is_flat(chunk)
+}
+
+/// A column chunk's data pages, still compressed (each decompressed when taken), and its
+/// dictionary page, decompressed, if it has one.
+pub(super) fn chunk_pages(chunk: &ColumnChunkMetadata, file: &Buffer<u8>) -> Option<(BasicDecompressor, Option<DictPage>)> {
+    let range = chunk.byte_range();
+    let (start, end) = (usize::try_from(range.start).ok()?, usize::try_from(range.end).ok()?);
+    if start > end || end > file.len() {
+        return None;
+    }
+    let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), usize::MAX);
+    let mut pages = BasicDecompressor::new(pages, Vec::new());
+    let dictionary = pages.read_dict_page().ok()?;
+    Some((pages, dictionary))
 }
 
 /// A column chunk's data pages, decompressed in order.
@@ -260,15 +274,7 @@ struct Pages(BasicDecompressor);
 impl Pages {
     /// The chunk's pages, and its dictionary page if it has one.
     fn open(chunk: &ColumnChunkMetadata, file: &Buffer<u8>) -> Option<(Pages, Option<DictPage>)> {
-        let range = chunk.byte_range();
-        let (start, end) = (usize::try_from(range.start).ok()?, usize::try_from(range.end).ok()?);
-        if start > end || end > file.len() {
-            return None;
-        }
-        let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), usize::MAX);
-        let mut pages = BasicDecompressor::new(pages, Vec::new());
-        let dictionary = pages.read_dict_page().ok()?;
-        Some((Pages(pages), dictionary))
+        chunk_pages(chunk, file).map(|(pages, dictionary)| (Pages(pages), dictionary))
     }
 
     /// The next data page (`Some(None)` after the last), or None if it cannot be read.
@@ -322,7 +328,7 @@ fn values_per_row<S, T: Copy>(
 
 /// A data page's definition levels (None: a required column, every row present) and its
 /// encoded values.
-fn levels(page: &DataPage) -> Option<(Option<Vec<u32>>, &[u8])> {
+pub(super) fn levels(page: &DataPage) -> Option<(Option<Vec<u32>>, &[u8])> {
     let rows = page.num_values();
     let parts = split_buffer(page).ok()?;
     if page.descriptor.max_def_level == 0 {
@@ -337,7 +343,7 @@ fn present(defined: &Option<Vec<u32>>, rows: usize) -> usize {
 }
 
 /// A dictionary-encoded page's `present` codes, each checked against the dictionary's size.
-fn dictionary_codes(page: &DataPage, values: &[u8], present: usize, dictionary_len: usize) -> Option<Vec<u32>> {
+pub(super) fn dictionary_codes(page: &DataPage, values: &[u8], present: usize, dictionary_len: usize) -> Option<Vec<u32>> {
     if !matches!(page.encoding(), Encoding::RleDictionary | Encoding::PlainDictionary) {
         return None;
     }
@@ -384,7 +390,7 @@ fn append_plain(bytes: &mut Vec<u8>, page: &[u8], count: usize) -> Option<Vec<u3
 }
 
 /// The value a PLAIN byte array's `start` (as `plain_starts` gives it) begins in `bytes`.
-fn value_at(bytes: &[u8], start: usize) -> &str {
+pub(super) fn value_at(bytes: &[u8], start: usize) -> &str {
     let len = u32::from_le_bytes(bytes[start - 4..start].try_into().expect("4 bytes")) as usize;
     let value = &bytes[start..start + len];
     // Safety: `plain_starts` checked that every value it found is valid UTF-8.
@@ -395,7 +401,7 @@ fn value_at(bytes: &[u8], start: usize) -> &str {
 /// where the last ends; None unless each is valid UTF-8. The whole run is validated at once:
 /// its lengths are then ASCII bytes unless a value is 128 bytes or longer (such a run is
 /// checked value by value), and a value whose next byte continues a character is refused.
-fn plain_starts(page: &[u8], count: usize, base: usize) -> Option<(Vec<u32>, usize)> {
+pub(super) fn plain_starts(page: &[u8], count: usize, base: usize) -> Option<(Vec<u32>, usize)> {
     let mut starts = Vec::with_capacity(count);
     let mut at = 0usize;
     for _ in 0..count {
