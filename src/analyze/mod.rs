@@ -51,7 +51,7 @@ impl GroupStats {
         GroupStats { count: 1, first_time: i64::MAX, first_id: String::new(), last_time: time }
     }
 
-    /// `observe` for a row that cannot be its bucket's first failure.
+    /// `observe` for a row that cannot be the first failure.
     fn count_later(&mut self, time: i64) {
         self.count += 1;
         self.last_time = self.last_time.max(time);
@@ -61,8 +61,7 @@ impl GroupStats {
     /// the row can be the first failure.
     pub(crate) fn observe_numbered<'r>(&mut self, time: i64, row: impl FnOnce() -> RowFacts<'r>) {
         if time > self.first_time {
-            self.count += 1;
-            self.last_time = self.last_time.max(time);
+            self.count_later(time);
         } else {
             self.observe(time, &row().id, 1, time);
         }
