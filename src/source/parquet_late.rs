@@ -10,7 +10,7 @@ use polars_parquet::parquet::error::ParquetResult;
 use polars_parquet::parquet::page::{DataPage, DictPage};
 use polars_parquet::parquet::read::BasicDecompressor;
 
-use super::parquet_pages::{chunk_pages, dictionary_codes, is_string, levels, plain_starts, value_at, Texts};
+use super::parquet_pages::{chunk_pages, dictionary_codes, is_string, levels, plain_starts, present, value_at, Texts};
 
 /// A row group's ids: read with the other columns, or page by page as they are asked for.
 pub(super) enum Ids {
@@ -118,7 +118,7 @@ impl LateTexts {
         let mut decompressor = self.decompressor.borrow_mut();
         let mut data = decompress(&mut decompressor).ok()?;
         let (defined, values) = levels(&data)?;
-        if defined.is_some_and(|levels| levels.iter().any(|&l| l != 1)) {
+        if present(&defined, page.rows) != page.rows {
             return None;
         }
         if matches!(data.encoding(), Encoding::Plain) {

@@ -338,7 +338,9 @@ pub(super) fn levels(page: &DataPage) -> Option<(Option<Vec<u32>>, &[u8])> {
     (defined.len() == rows).then_some((Some(defined), parts.values))
 }
 
-fn present(defined: &Option<Vec<u32>>, rows: usize) -> usize {
+/// How many of a page's `rows` rows have a value, by their definition levels (every row when
+/// the column is required).
+pub(super) fn present(defined: &Option<Vec<u32>>, rows: usize) -> usize {
     defined.as_ref().map_or(rows, |d| d.iter().filter(|&&l| l == 1).count())
 }
 
