@@ -299,24 +299,31 @@ impl Chunks {
     }
 
     /// Hands a chunk to `each` as newline-aligned windows, in order: a mapped range that the
-    /// read mode (or its probe) says to copy is read a window at a time into one small buffer
-    /// that stays in the core's cache, the line cut at a window's end carried to the next;
+    /// read mode (or its probe) says to copy is read a window at a time (`copy_windows`);
     /// anything else whole. The chunk is given back after.
     pub(super) fn read_windows(&self, bytes: ChunkBytes, mut each: impl FnMut(&[u8])) -> Result<()> {
-        let (ChunkSource::Mapped { file, mode, window, .. }, ChunkBytes::Mapped(map, range)) = (&self.source, &bytes) else {
-            each(&bytes);
-            self.give_back(bytes);
-            return Ok(());
+        let read = match (&self.source, &bytes) {
+            (ChunkSource::Mapped { file, mode, window, .. }, ChunkBytes::Mapped(map, range)) if mode.copies(map, range.clone()) => {
+                self.copy_windows(file, *window, range.clone(), &mut each)
+            }
+            _ => {
+                each(&bytes);
+                Ok(())
+            }
         };
-        if !mode.copies(map, range.clone()) {
-            each(&bytes);
-            self.give_back(bytes);
-            return Ok(());
-        }
+        // A mapped range's pages the probe and the cut touched leave the resident set.
+        self.give_back(bytes);
+        read
+    }
+
+    /// Reads `range` of `file` `window` bytes at a time into one small buffer that stays in
+    /// the core's cache, handing `each` the whole lines so far; the line cut at a window's end
+    /// is carried to the next.
+    fn copy_windows(&self, file: &File, window: usize, range: Range<usize>, each: &mut impl FnMut(&[u8])) -> Result<()> {
         let mut buf = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
         let (mut carry, mut offset) = (0, range.start);
         let read = loop {
-            let want = (*window).min(range.end - offset);
+            let want = window.min(range.end - offset);
             if buf.len() < carry + want {
                 buf.resize(carry + want, 0);
             }
@@ -335,8 +342,6 @@ impl Chunks {
                 break Ok(());
             }
         };
-        // The pages the probe and the cut touched (where it looked for the last newline).
-        release(map, range.clone());
         self.spare.lock().expect("spare buffers").push(buf);
         read.with_context(|| format!("{}: read error", self.display))
     }
