@@ -114,6 +114,13 @@ fn parquet_in_every_encoding_gives_the_same_reports() {
     }
 }
 
+/// Runs a Python script (pyarrow's writers) that writes its files into the directory it is
+/// given as its first argument.
+fn write_files(dir: &Dir, script: &str) {
+    let out = Command::new(python()).arg("-c").arg(script).arg(dir.join("")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[derive(Debug)]
 enum Dictionary {
     None,
@@ -152,8 +159,7 @@ for name, early in [("clean", None), ("later", None), ("first", 2500)]:
         data[data.find(b"id-02500")] = 0xFF
         open(path, "wb").write(data)
 "#;
-    let out = Command::new(python()).arg("-c").arg(script).arg(dir.join("")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    write_files(&dir, script);
     let rank = |file: &str| dir.command().args(["--threads", "1", "rank", "--format", "json", file]);
     let clean = rank("clean.parquet").expect_code(0);
     let polars = dir.command().env("DLQF_PARQUET_PAGES", "off").args(["--threads", "1", "rank", "--format", "json", "clean.parquet"]).expect_code(0);
@@ -188,8 +194,7 @@ for name, field, column in [("two", "attempts", pa.array([{"a": 1, "b": 2}] * n,
     table = table.set_column(table.schema.get_field_index(field), pa.field(field, column.type, nullable=False), column)
     pq.write_table(table, f"{sys.argv[1]}/{name}.parquet")
 "#;
-    let out = Command::new(python()).arg("-c").arg(script).arg(dir.join("")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    write_files(&dir, script);
     for (name, field) in [("two", "attempts"), ("one", "attempts"), ("id", "capture_id")] {
         let file = format!("{name}.parquet");
         let pages = dir.command().args(["rank", "--format", "json", &file]).expect_code(0);
