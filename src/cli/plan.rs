@@ -119,7 +119,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             // Enough for the batches alive at once; more would only hold memory.
             spare.truncate(SPARE_LINES);
             for (signature, counts) in batch.by_signature() {
-                review.add_counts(signature, &counts);
+                review.add_counts(signature, counts);
             }
             Ok(())
         },

@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let (header, counts) = Manifest::summarize(&args.manifest.to_string(), storage.open_sequential(&args.manifest)?)?;
     let mut review = Review::default();
     for (signature, counts) in counts {
-        review.add_counts(signature, &counts);
+        review.add_counts(&signature, &counts);
     }
     let text = match args.format {
         SummaryFormat::Table => report::review::table(&review, &header),

@@ -142,8 +142,8 @@ impl<'p> PlannedBatch<'p> {
 
     /// The batch's counts per signature (a signature may appear twice when two raw keys
     /// normalise to it).
-    pub fn by_signature(self) -> impl Iterator<Item = (Signature, DecisionCounts)> + 'p {
-        self.plans.into_iter().filter(|p| p.counts.total() > 0).map(|p| (p.facts.signature.clone(), p.counts))
+    pub fn by_signature(&self) -> impl Iterator<Item = (&Signature, &DecisionCounts)> {
+        self.plans.iter().filter(|p| p.counts.total() > 0).map(|p| (&p.facts.signature, &p.counts))
     }
 }
 

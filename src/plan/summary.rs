@@ -13,9 +13,15 @@ pub struct Review {
 }
 
 impl Review {
-    /// Adds the counts of one signature.
-    pub fn add_counts(&mut self, signature: Signature, counts: &DecisionCounts) {
-        self.by_signature.entry(signature).or_default().add_counts(counts);
+    /// Adds the counts of one signature (copied only the first time it is met: a plan adds
+    /// each batch's few hundred).
+    pub fn add_counts(&mut self, signature: &Signature, counts: &DecisionCounts) {
+        match self.by_signature.get_mut(signature) {
+            Some(total) => total.add_counts(counts),
+            None => {
+                self.by_signature.insert(signature.clone(), counts.clone());
+            }
+        }
     }
 
     /// The signatures and their counts, in order of total count (descending) then signature.
