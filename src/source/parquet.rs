@@ -226,9 +226,10 @@ impl<'s> ParquetSource<'s> {
                 None => Texts::read(chunk, &file, rows).map(Ids::Read),
             }
         };
-        // In a large group the ids and the other columns, often as many bytes, are two tasks:
-        // a thread with no group left takes one instead of waiting for the group to end. (In
-        // small groups the split costs more than it saves: its halves end up on two cores.)
+        // In a large group the ids and the other columns are two tasks: a thread with no group
+        // left takes one instead of waiting for the group to end. Ids read now are often as
+        // many bytes as the rest; read late, their task only lists their pages. (In small
+        // groups the split costs more than it saves: its halves end up on two cores.)
         let (id, others) = if rows >= SPLIT_ROWS { rayon::join(id, others) } else { (id(), others()) };
         Ok(id.zip(others).map(|(id, (signature, attempts, time))| PageColumns { signature, id, time, attempts, rows }))
     }
