@@ -162,7 +162,7 @@ for name, early in [("clean", None), ("later", None), ("first", 2500)]:
     write_files(&dir, script);
     let rank = |file: &str| dir.command().args(["--threads", "1", "rank", "--format", "json", file]);
     let clean = rank("clean.parquet").expect_code(0);
-    let polars = dir.command().env("DLQF_PARQUET_PAGES", "off").args(["--threads", "1", "rank", "--format", "json", "clean.parquet"]).expect_code(0);
+    let polars = rank("clean.parquet").env("DLQF_PARQUET_PAGES", "off").expect_code(0);
     assert_eq!(clean.stdout, polars.stdout);
     let report: Value = serde_json::from_str(&clean.stdout).unwrap();
     let examples: Vec<&str> = report["buckets"].as_array().unwrap().iter().map(|b| b["example_id"].as_str().unwrap()).collect();
