@@ -451,7 +451,7 @@ impl Scan<'_> {
             let pieces = self.pieces(&opener, input)?;
             // A part goes on from piece to piece (a few parts a run, not one a piece): fewer to
             // merge.
-            let read = |(mut part, mut tallies): (A, Vec<(usize, PieceTally)>), piece: Result<Piece>| -> Result<(A, Vec<(usize, PieceTally)>)> {
+            let read = |(mut part, mut tallies): Folded<A>, piece: Result<Piece>| -> Result<Folded<A>> {
                 let piece = piece?;
                 let index = piece.index();
                 let from_pages = match (&pieces, &piece) {
