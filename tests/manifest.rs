@@ -2,7 +2,7 @@
 //! exactly the bytes it verified, entries do not depend on the order inputs are named in, and
 //! the caps that decide an entry's fate at execute time travel sealed with it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::process::Command;
 use std::time::Duration;
 
@@ -212,4 +212,45 @@ fn a_categorys_cap_is_sealed_in_its_entries_and_execute_applies_it() {
     assert_eq!(stage.keys().len(), 15);
     let held = dir.read("quarantine.jsonl");
     assert!(held.lines().all(|l| l.contains("\"replay failed 5 times (max 5)\"")), "{held}");
+}
+
+/// The counts per signature and decision that `plan` prints are the entries' own, however many
+/// batches the rows came in: from a dump with a few hundred keys, and from one whose 94,000
+/// keys (fixture and planogram) are more than a batch keeps, many of them met again later.
+#[test]
+fn plan_reviews_each_entry_once_across_batches() {
+    let dir = Dir::new();
+    dir.create("policy.toml", "max_attempts = 4\ncleared_reasons = [\"timeout\"]\n");
+    dir.create(
+        "many-keys.toml",
+        "id = 'capture_id'\ntime = 'capture_timestamp'\nattempts = 'attempts'\n[[signature]]\nfield = 'fixture_id'\n[[signature]]\nfield = 'planogram_id'\n",
+    );
+    dir.gen("dlq.parquet", &["--rows", "240000", "--seed", "4", "--row-group-rows", "60000"]);
+    for profile in [&[][..], &["--profile", "many-keys.toml"][..]] {
+        let review = dir.command().arg("plan").args(profile).args(["dlq.parquet", "--policy", "policy.toml", "-o", "m.jsonl", "--format", "markdown"]).ok();
+        // The counts each signature's entries add up to, counted here from the entries.
+        let mut by_signature: HashMap<String, [u64; 3]> = HashMap::new();
+        for entry in dir.read("m.jsonl").lines().skip(1) {
+            let entry: Value = serde_json::from_str(entry).unwrap();
+            let column = ["replay", "poison_attempts", "poison_uncleared"].iter().position(|d| entry["decision"] == *d).unwrap();
+            by_signature.entry(entry["signature"].to_string()).or_default()[column] += 1;
+        }
+        let mut expected: Vec<[u64; 3]> = by_signature.into_values().collect();
+        let mut printed: Vec<[u64; 3]> = review
+            .lines()
+            .skip_while(|l| !l.starts_with("| ---"))
+            .skip(1)
+            .map(|row| {
+                let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+                let count = |i: usize| cells[cells.len() - 3 + i].parse::<u64>().unwrap_or_else(|e| panic!("{e}: {row}"));
+                [count(0), count(1), count(2)]
+            })
+            .collect();
+        expected.sort();
+        printed.sort();
+        assert_eq!(expected.iter().map(|c| c.iter().sum::<u64>()).sum::<u64>(), 240_000, "{profile:?}");
+        assert!(expected.len() > if profile.is_empty() { 10 } else { 90_000 }, "{profile:?}: {} signatures", expected.len());
+        assert_eq!(printed.len(), expected.len(), "{profile:?}: one row per signature");
+        assert_eq!(printed, expected, "{profile:?}");
+    }
 }

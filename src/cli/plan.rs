@@ -61,8 +61,8 @@ pub struct Args {
     format: SummaryFormat,
 }
 
-/// Line buffers kept for reuse: about as many as batches are alive at once (decoding, waiting
-/// for the writer, being hashed), so that a batch seldom starts on fresh memory.
+/// Line buffers (and batches) kept for reuse: about as many as batches are alive at once
+/// (decoding, waiting for the writer, being hashed), so that a batch seldom starts afresh.
 const SPARE_LINES: usize = 8;
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -104,22 +104,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Line buffers written go back to be filled again: fresh memory costs page faults. A fresh
     // one starts as large as the largest batch yet, not growing (and copying) as it fills.
     let spare_lines = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
+    // So do batches: each keeps the raw keys it met.
+    let spare_batches = std::sync::Mutex::new(Vec::<PlannedBatch>::new());
     let largest = std::sync::atomic::AtomicUsize::new(0);
     let fresh = || Vec::with_capacity(largest.load(std::sync::atomic::Ordering::Relaxed));
     let tally = prepared.scan().records(
         &prepared.inputs,
-        || PlannedBatch::with_lines(spare_lines.lock().expect("not poisoned").pop().unwrap_or_else(fresh)),
+        || {
+            let lines = spare_lines.lock().expect("not poisoned").pop().unwrap_or_else(fresh);
+            match spare_batches.lock().expect("not poisoned").pop() {
+                Some(batch) => batch.reuse(lines),
+                None => PlannedBatch::with_lines(lines),
+            }
+        },
         |batch, row| planner.add(batch, row),
         |mut batch| {
             let lines = std::mem::take(&mut batch.lines);
             largest.fetch_max(lines.len(), std::sync::atomic::Ordering::Relaxed);
             let hashed = writer.write_lines(lines, batch.entries, &batch.counts)?;
-            let mut spare = spare_lines.lock().expect("not poisoned");
-            spare.extend(hashed);
-            // Enough for the batches alive at once; more would only hold memory.
-            spare.truncate(SPARE_LINES);
+            {
+                let mut spare = spare_lines.lock().expect("not poisoned");
+                spare.extend(hashed);
+                // Enough for the batches alive at once; more would only hold memory.
+                spare.truncate(SPARE_LINES);
+            }
             for (signature, counts) in batch.by_signature() {
                 review.add_counts(signature, counts);
+            }
+            let mut batches = spare_batches.lock().expect("not poisoned");
+            if batches.len() < SPARE_LINES {
+                batches.push(batch);
             }
             Ok(())
         },

@@ -100,6 +100,10 @@ pub struct Planner<'a> {
 /// every message is its own key works each out once per batch instead.
 const KNOWN_KEYS: usize = 100_000;
 
+/// Raw keys a reused batch keeps: past this (a dump of mostly one-message keys) it starts
+/// empty again rather than holding every key it met.
+const KEPT_KEYS: usize = 16_384;
+
 /// The manifest entries planned from one piece of input: their lines in order, and their
 /// counts per signature and decision. What the rows of one raw signature key share (the
 /// signature, its category, the gate's inputs) is worked out once per batch.
@@ -138,6 +142,24 @@ impl<'p> PlannedBatch<'p> {
     pub fn with_lines(mut lines: Vec<u8>) -> PlannedBatch<'p> {
         lines.clear();
         PlannedBatch { lines, counts: DecisionCounts::default(), entries: 0, keys: HashMap::default(), plans: Vec::new() }
+    }
+
+    /// This batch emptied for another piece, its lines going into `lines` (cleared). The raw
+    /// keys it met stay known with their facts and gate decisions, so that the next piece does
+    /// not look each one up again (a batch of 4,096 rows meets most of a dump's keys).
+    pub fn reuse(mut self, mut lines: Vec<u8>) -> PlannedBatch<'p> {
+        lines.clear();
+        self.lines = lines;
+        self.counts = DecisionCounts::default();
+        self.entries = 0;
+        if self.plans.len() > KEPT_KEYS {
+            self.keys.clear();
+            self.plans.clear();
+        }
+        for plan in &mut self.plans {
+            plan.counts = DecisionCounts::default();
+        }
+        self
     }
 
     /// The batch's counts per signature (a signature may appear twice when two raw keys
