@@ -355,6 +355,30 @@ fn record_slices<'a>(source: &'a ParquetSource, group: Group) -> impl Iterator<I
     })
 }
 
+/// Slices handed on ahead of the one due: a part's worth, so that the next part of a row group
+/// loads on a thread of its own while this part's slices are decoded and written.
+const SLICES_AHEAD: usize = 8;
+
+/// `slices`, pulled on a thread of `scope` up to `SLICES_AHEAD` ahead of the caller. Loading a
+/// part (polars decompressing and decoding its columns) had held up the thread that hands
+/// batches on in order, and with it the manifest's hashing, once every 131,072 rows.
+fn loaded_ahead<'scope, 'env, I>(scope: &'scope std::thread::Scope<'scope, 'env>, slices: I) -> impl Iterator<Item = Result<Piece>> + Send + 'env
+where
+    I: Iterator<Item = Result<Piece>> + Send + 'env,
+    'env: 'scope,
+{
+    let (ahead, slices_due) = std::sync::mpsc::sync_channel(SLICES_AHEAD);
+    scope.spawn(move || {
+        for slice in slices {
+            // The receiver is gone once reading stopped.
+            if ahead.send(slice).is_err() {
+                break;
+            }
+        }
+    });
+    slices_due.into_iter()
+}
+
 impl Piece {
     fn index(&self) -> usize {
         match self {
@@ -521,41 +545,17 @@ impl Scan<'_> {
         F: Fn(&mut B, FullRow) + Sync,
     {
         let opener = self.storage.open_in_order(&objects(inputs));
-        let ahead = rayon::current_num_threads().max(1) * 2;
         let mut tally = Tally::default();
         for input in inputs {
             let pieces = self.pieces(&opener, input)?;
-            let mut all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_> = match &pieces {
-                Pieces::Lines(chunks) => Box::new(chunks.iter()),
-                Pieces::Groups(source, groups) => Box::new(groups.iter().flat_map(|g| record_slices(source, *g))),
-            };
-            let mut piece_tallies = Vec::new();
-            // Waiting here (not on a pool thread) for the oldest piece leaves the pool to decode.
-            let stopped = rayon::in_place_scope(|scope| -> Result<bool> {
-                let mut in_flight = std::collections::VecDeque::new();
-                loop {
-                    while in_flight.len() < ahead {
-                        let Some(piece) = all.next() else { break };
-                        let piece = piece?;
-                        let (done, result) = std::sync::mpsc::sync_channel::<Result<(B, PieceTally)>>(1);
-                        let pieces = &pieces;
-                        scope.spawn(move |_| {
-                            let mut rows = start();
-                            let decoded = self.decode(pieces, piece, true, |row| map(&mut rows, row)).map(|t| (rows, t));
-                            // The receiver is gone only if reading already stopped.
-                            let _ = done.send(decoded);
-                        });
-                        in_flight.push_back(result);
-                    }
-                    let Some(oldest) = in_flight.pop_front() else { return Ok(false) };
-                    let (rows, piece_tally) = oldest.recv().expect("a decoding task always reports")?;
-                    piece_tallies.push(piece_tally);
-                    if !emit(rows) {
-                        return Ok(true);
-                    }
-                }
-            });
-            let stopped = stopped?;
+            let (stopped, piece_tallies) = std::thread::scope(|threads| {
+                let all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_> = match &pieces {
+                    Pieces::Lines(chunks) => Box::new(chunks.iter()),
+                    Pieces::Groups(source, groups) => Box::new(loaded_ahead(threads, groups.iter().flat_map(|g| record_slices(source, *g)))),
+                };
+                // The pieces left are dropped on return, which stops the thread loading them.
+                self.decode_in_order(&pieces, all, start, map, &mut emit)
+            })?;
             rows::absorb(&mut tally, &input.display, piece_tallies);
             if stopped {
                 return Ok(tally);
@@ -563,6 +563,50 @@ impl Scan<'_> {
         }
         self.progress.finish();
         Ok(tally)
+    }
+
+    /// `read_in_order` for one input's pieces: whether `emit` stopped the reading, and each
+    /// piece's tally.
+    fn decode_in_order<B, N, F>(
+        &self,
+        pieces: &Pieces,
+        mut all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_>,
+        start: &N,
+        map: &F,
+        emit: &mut impl FnMut(B) -> bool,
+    ) -> Result<(bool, Vec<PieceTally>)>
+    where
+        B: Send,
+        N: Fn() -> B + Sync,
+        F: Fn(&mut B, FullRow) + Sync,
+    {
+        let ahead = rayon::current_num_threads().max(1) * 2;
+        let mut piece_tallies = Vec::new();
+        // Waiting here (not on a pool thread) for the oldest piece leaves the pool to decode.
+        let stopped = rayon::in_place_scope(|scope| -> Result<bool> {
+            let mut in_flight = std::collections::VecDeque::new();
+            loop {
+                while in_flight.len() < ahead {
+                    let Some(piece) = all.next() else { break };
+                    let piece = piece?;
+                    let (done, result) = std::sync::mpsc::sync_channel::<Result<(B, PieceTally)>>(1);
+                    scope.spawn(move |_| {
+                        let mut rows = start();
+                        let decoded = self.decode(pieces, piece, true, |row| map(&mut rows, row)).map(|t| (rows, t));
+                        // The receiver is gone only if reading already stopped.
+                        let _ = done.send(decoded);
+                    });
+                    in_flight.push_back(result);
+                }
+                let Some(oldest) = in_flight.pop_front() else { return Ok(false) };
+                let (rows, piece_tally) = oldest.recv().expect("a decoding task always reports")?;
+                piece_tallies.push(piece_tally);
+                if !emit(rows) {
+                    return Ok(true);
+                }
+            }
+        })?;
+        Ok((stopped, piece_tallies))
     }
 }
 
