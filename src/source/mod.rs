@@ -357,7 +357,7 @@ fn record_slices<'a>(source: &'a ParquetSource, group: Group) -> impl Iterator<I
 
 /// Slices handed on ahead of the one due: fewer than a part holds, so that the next part of a
 /// row group loads while this part's last slices are decoded and written, and no third part is
-/// held (a part's worth ahead held one: 317-330 MiB against 276-283 for pyarrow's groups).
+/// held (a part's worth ahead held one: 317-330 MiB against 267-294 for pyarrow's groups).
 const SLICES_AHEAD: usize = 8;
 
 /// `slices`, pulled on a thread of `scope` up to `SLICES_AHEAD` ahead of the caller. Loading a
