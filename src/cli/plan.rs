@@ -7,9 +7,8 @@ use anyhow::Result;
 use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, ManifestWriter};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
-use dlqf::plan::summary::Review;
 use dlqf::report;
-use dlqf::plan::{PlannedBatch, Planner};
+use dlqf::plan::{PlannedBatch, Planner, ReviewCounts};
 use dlqf::source::{Input, Window};
 use dlqf::storage::{Location, Output};
 use dlqf::timestamp;
@@ -100,7 +99,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         manifest_sha256: String::new(),
     };
     let mut writer = ManifestWriter::create(output, &args.output.to_string(), header)?;
-    let mut review = Review::default();
+    let mut review = ReviewCounts::default();
     // Line buffers written go back to be filled again: fresh memory costs page faults. A fresh
     // one starts as large as the largest batch yet, not growing (and copying) as it fills.
     let spare_lines = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
@@ -128,9 +127,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 // Enough for the batches alive at once; more would only hold memory.
                 spare.truncate(SPARE_LINES);
             }
-            for (signature, counts) in batch.by_signature() {
-                review.add_counts(signature, counts);
-            }
+            review.add(&batch);
             let mut batches = spare_batches.lock().expect("not poisoned");
             if batches.len() < SPARE_LINES {
                 batches.push(batch);
@@ -140,6 +137,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     )?;
     prepared.check_rejects(&tally)?;
     let header = writer.finish(tally.rejected)?;
+    let review = review.finish();
     let text = match args.format {
         SummaryFormat::Table => report::review::table(&review, &header),
         SummaryFormat::Markdown => report::review::markdown(&review, &header),
