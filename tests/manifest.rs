@@ -254,3 +254,38 @@ fn plan_reviews_each_entry_once_across_batches() {
         assert_eq!(printed, expected, "{profile:?}");
     }
 }
+
+/// Each entry's decision is the gate's for its own attempts, whatever the attempts of the rows
+/// of its key met before it in any batch: two keys (one reason cleared, one not) over 20,000
+/// rows with attempts 0 to 12, under caps inside and past the few attempt counts a key keeps
+/// decisions for in place.
+#[test]
+fn the_gate_decides_each_entry_by_its_own_attempts() {
+    let dir = Dir::new();
+    let rows = 20_000;
+    let attempts_of = |i: usize| (i * 7 % 13) as i64;
+    let reason_of = |i: usize| if i % 3 == 0 { "low_confidence" } else { "timeout" };
+    let text: String = (0..rows).map(|i| vision_line(&format!("m-{i:05}"), "inference", reason_of(i), "det-v8.0", "2026-10-01T00:00:00Z", attempts_of(i)) + "\n").collect();
+    dir.create("dlq.jsonl", text);
+    for cap in [5, 9, 12] {
+        dir.create("policy.toml", format!("max_attempts = {cap}\ncleared_reasons = [\"timeout\"]\n"));
+        let manifest = plan(&dir, &["dlq.jsonl", "--policy", "policy.toml"]);
+        let entries: Vec<Value> = manifest_entries(&manifest).lines().filter(|l| !l.is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(entries.len(), rows, "cap {cap}");
+        let mut seen = HashSet::new();
+        for entry in &entries {
+            let i: usize = entry["id"].as_str().unwrap()["m-".len()..].parse().unwrap();
+            let expected = if attempts_of(i) >= cap {
+                "poison_attempts"
+            } else if reason_of(i) == "timeout" {
+                "replay"
+            } else {
+                "poison_uncleared"
+            };
+            assert_eq!(entry["attempts"], attempts_of(i), "{entry}");
+            assert_eq!(entry["decision"], expected, "cap {cap}: {entry}");
+            seen.insert((attempts_of(i), expected));
+        }
+        assert_eq!(seen.len(), 13 + cap as usize, "cap {cap}: both reasons below the cap, one decision past it");
+    }
+}
