@@ -167,7 +167,6 @@ impl<'p> PlannedBatch<'p> {
         }
         self
     }
-
 }
 
 /// The review's counts as batches come: by raw key, each found by the address of its shared
