@@ -115,11 +115,21 @@ fn parquet_in_every_encoding_gives_the_same_reports() {
 }
 
 /// Runs a Python script (pyarrow's writers) that writes its files into the directory it is
-/// given as its first argument.
+/// given as its first argument, after `BREAK_TEXT`.
 fn write_files(dir: &Dir, script: &str) {
-    let out = Command::new(python()).arg("-c").arg(script).arg(dir.join("")).output().unwrap();
+    let out = Command::new(python()).arg("-c").arg(format!("{BREAK_TEXT}{script}")).arg(dir.join("")).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `break_text(path, text)` for the scripts: the first byte of `text`, found once in the file,
+/// made 0xFF (a page that holds it no longer reads).
+const BREAK_TEXT: &str = r#"
+def break_text(path, text):
+    data = bytearray(open(path, "rb").read())
+    assert data.count(text) == 1
+    data[data.find(text)] = 0xFF
+    open(path, "wb").write(data)
+"#;
 
 #[derive(Debug)]
 enum Dictionary {
@@ -154,10 +164,7 @@ for name, early in [("clean", None), ("later", None), ("first", 2500)]:
     pq.write_table(table, path, compression="none", use_dictionary=["stage", "reject_reason", "registry_revision"],
                    data_page_size=1024, row_group_size=1000, write_statistics=False)
     if name != "clean":
-        data = bytearray(open(path, "rb").read())
-        assert data.count(b"id-02500") == 1
-        data[data.find(b"id-02500")] = 0xFF
-        open(path, "wb").write(data)
+        break_text(path, b"id-02500")
 "#;
     write_files(&dir, script);
     let rank = |file: &str| dir.command().args(["--threads", "1", "rank", "--format", "json", file]);
@@ -190,10 +197,7 @@ for name, broken in [("clean", None), ("early", "id-00100"), ("late", "id-39000"
     path = f"{sys.argv[1]}/{name}.parquet"
     pq.write_table(table, path, compression="none", use_dictionary=False, row_group_size=5000)
     if broken is not None:
-        data = bytearray(open(path, "rb").read())
-        assert data.count(broken.encode()) == 1
-        data[data.find(broken.encode())] = 0xFF
-        open(path, "wb").write(data)
+        break_text(path, broken.encode())
 "#;
     write_files(&dir, script);
     dir.create("policy.toml", "clear_all = true\nmax_attempts = 1000\n");
