@@ -104,8 +104,9 @@ const KNOWN_KEYS: usize = 100_000;
 /// Attempt counts whose gate decision a key keeps in place: most messages have a few.
 const SMALL_ATTEMPTS: usize = 8;
 
-/// Raw keys a reused batch keeps: past this (a dump of mostly one-message keys) it starts
-/// empty again rather than holding every key it met.
+/// Raw keys a reused batch keeps, and the review holds counts for before adding them up per
+/// signature: past this (a dump of mostly one-message keys) each lets them go rather than
+/// holding every key it met.
 const KEPT_KEYS: usize = 16_384;
 
 /// The manifest entries planned from one piece of input: their lines in order, and their
