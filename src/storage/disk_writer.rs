@@ -57,10 +57,7 @@ impl DiskWriter {
 
     pub fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
-            let start = self.filling.len;
-            let n = bytes.len().min(self.filling.capacity() - start);
-            self.filling.bytes_mut()[start..start + n].copy_from_slice(&bytes[..n]);
-            self.filling.len += n;
+            let n = self.filling.append(bytes);
             bytes = &bytes[n..];
             if self.filling.len == self.filling.capacity() {
                 self.hand_over()?;
@@ -80,6 +77,7 @@ impl DiskWriter {
             }
             Err(_) => self.empty.recv().expect("writers return every buffer")?,
         };
+        self.filling.settle();
         let full = std::mem::replace(&mut self.filling, next);
         let len = full.len as u64;
         self.full.as_ref().expect("sending until finished").send((self.offset, full)).expect("writers run until finished");
@@ -99,6 +97,7 @@ impl DiskWriter {
             written?;
         }
         set_direct(&self.file, false);
+        self.filling.settle();
         self.file.write_all_at(self.filling.filled(), self.offset)?;
         Ok(self.file)
     }
