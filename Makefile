@@ -98,14 +98,16 @@ $(GNU_TIME):
 ## (rustup's aarch64 standard library and Debian's cross gcc for the C in -sys crates; its own
 ## target dir, as nothing of it is shared with the native build).
 AARCH64_CC := /usr/bin/aarch64-linux-gnu-gcc
-check-aarch64: $(AARCH64_CC)
+AARCH64_LIBC := /usr/aarch64-linux-gnu/include/stdio.h
+check-aarch64: $(AARCH64_CC) $(AARCH64_LIBC)
 	rustup target add aarch64-unknown-linux-gnu
 	CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar \
 		CARGO_TARGET_DIR=$(HOME)/.cache/dlqf-aarch64-target cargo check --target aarch64-unknown-linux-gnu --lib --bins --tests
 
-$(AARCH64_CC):
+# The cross C library's headers are only a recommendation of the compiler's package.
+$(AARCH64_CC) $(AARCH64_LIBC):
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc-aarch64-linux-gnu >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
 
 $(S3RVER):
 	command -v npm >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
