@@ -105,7 +105,7 @@ check-aarch64: $(AARCH64_CC) $(AARCH64_LIBC)
 		CARGO_TARGET_DIR=$(HOME)/.cache/dlqf-aarch64-target cargo check --target aarch64-unknown-linux-gnu --lib --bins --tests
 
 # The cross C library's headers are only a recommendation of the compiler's package.
-$(AARCH64_CC) $(AARCH64_LIBC):
+$(AARCH64_CC) $(AARCH64_LIBC) &:
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
 
