@@ -1,7 +1,11 @@
 //! Timestamps as i64 microseconds since the Unix epoch, UTC.
 //! Dumps carry RFC 3339 text; a hand-rolled parser keeps the hot path allocation-free.
 
+mod formats;
+
 use chrono::{DateTime, SecondsFormat, Utc};
+
+pub use formats::{parse_http_date, partition_time, TimeFormat};
 
 /// Parses `YYYY-MM-DD[T ]HH:MM:SS[.fraction](Z|±HH:MM|±HHMM)`; a missing offset means UTC.
 /// Surrounding whitespace is ignored.
