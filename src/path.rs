@@ -1,0 +1,553 @@
+//! Field expressions: where a value lives in a record (a path into nested objects, arrays and
+//! header collections), how it is decoded (base64, JSON inside a string), what stands in when
+//! it is absent (`//`). A subset of jq's syntax, shared by every reader and by `plan`.
+//!
+//! ```text
+//! expr   := access ( "//" access )*          the first alternative the record has
+//! access := path ( "|" stage )*
+//! stage  := "base64" | "@base64d" | "json" | "fromjson" | path   (a path only after json)
+//! path   := "$partition" ( "." name )?      a hive folder of the input (`dt=2026-11-28/`)
+//!         | ["$"] ["."] name ( "." name | "[" index "]" | "[" quoted "]" )*
+//! name   := bare | quoted                   bare: no space . [ ] | " /; quoted: a JSON string
+//! ```
+//!
+//! A name looked up in an array finds a header by name, in the shapes tools write: a list of
+//! `{"key": …, "value": …}` (or `"name"`) objects, kcat's flat `[name, value, …]`, or
+//! `[[name, value], …]`; the last header of that name wins, as Kafka's `lastHeader`.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// One step into a nested value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Step {
+    /// An object's member, or a header of that name in an array.
+    Key(String),
+    /// An array's element (0-based).
+    Index(usize),
+}
+
+/// What a value is decoded with, after the path has reached it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// A base64 string (standard or URL-safe alphabet, padded or not) to its bytes.
+    Base64,
+    /// A string (or decoded bytes) holding a JSON document, then this path into it.
+    Json(Vec<Step>),
+}
+
+/// Where an access starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Root {
+    /// The record itself.
+    Record,
+    /// The input's hive partition folders (`key=value/`): one of them by name, or with no
+    /// name all of them (a time read from `dt=`/`date=`, `year=`…`minute=`).
+    Partition(Option<String>),
+}
+
+/// One alternative of an expression: a path and what decodes its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub root: Root,
+    pub path: Vec<Step>,
+    pub stages: Vec<Stage>,
+}
+
+impl Access {
+    /// A top-level field of the record, read as it is: what every profile named before paths.
+    pub fn top_level(&self) -> Option<&str> {
+        match (&self.root, self.path.as_slice(), self.stages.is_empty()) {
+            (Root::Record, [Step::Key(name)], true) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// A parsed field expression, with the text it was written as (how messages name it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldExpr {
+    pub text: String,
+    pub alternatives: Vec<Access>,
+}
+
+impl fmt::Display for FieldExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl FieldExpr {
+    /// Parses an expression; the error says what is wrong and where.
+    pub fn parse(text: &str) -> Result<FieldExpr, String> {
+        let mut alternatives = Vec::new();
+        for alternative in split_outside_quotes(text, "//")? {
+            alternatives.push(parse_access(alternative).map_err(|e| format!("field `{}`: {e}", text.trim()))?);
+        }
+        Ok(FieldExpr { text: text.trim().to_string(), alternatives })
+    }
+
+    /// A plain top-level field: the expression of a name as profiles always wrote it.
+    pub fn top_level(name: &str) -> FieldExpr {
+        let access = Access { root: Root::Record, path: vec![Step::Key(name.to_string())], stages: Vec::new() };
+        FieldExpr { text: name.to_string(), alternatives: vec![access] }
+    }
+
+    /// The one top-level field this expression reads as it is, if that is all it does.
+    pub fn as_top_level(&self) -> Option<&str> {
+        match self.alternatives.as_slice() {
+            [only] => only.top_level(),
+            _ => None,
+        }
+    }
+
+    /// The expression's value in a parsed record: the first alternative that is present and
+    /// not null, decoded; `partition` gives `$partition` values. Err: a decoding failed.
+    pub fn value_in(&self, record: &Value, partition: &[(String, String)]) -> Result<Option<Decoded>, String> {
+        let mut last_error = None;
+        for access in &self.alternatives {
+            let found = match &access.root {
+                Root::Record => lookup(record, &access.path).filter(|v| !v.is_null()).map(|v| Decoded::Json(v.clone())),
+                Root::Partition(Some(name)) => partition.iter().rev().find(|(k, _)| k == name).map(|(_, v)| Decoded::Json(Value::String(v.clone()))),
+                Root::Partition(None) => None,
+            };
+            let Some(found) = found else { continue };
+            match decode(found, &access.stages) {
+                Ok(Some(value)) => return Ok(Some(value)),
+                Ok(None) => {}
+                Err(e) => last_error = Some(format!("field `{}`: {e}", self.text)),
+            }
+        }
+        match last_error {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A value after its stages: JSON, or bytes decoded from base64.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded {
+    Json(Value),
+    Bytes(Vec<u8>),
+}
+
+impl Decoded {
+    /// The bytes a producer sent for this value: a string's UTF-8, decoded bytes as they are,
+    /// anything else as compact JSON (key order kept).
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Decoded::Bytes(bytes) => bytes,
+            Decoded::Json(Value::String(s)) => s.into_bytes(),
+            Decoded::Json(other) => serde_json::to_vec(&other).expect("values serialise"),
+        }
+    }
+}
+
+/// Applies stages to a found value: None when a stage's path finds nothing.
+pub fn decode(mut value: Decoded, stages: &[Stage]) -> Result<Option<Decoded>, String> {
+    for stage in stages {
+        value = match stage {
+            Stage::Base64 => match &value {
+                Decoded::Json(Value::String(s)) => Decoded::Bytes(base64_decode(s.as_bytes()).ok_or("not valid base64")?),
+                Decoded::Bytes(bytes) => Decoded::Bytes(base64_decode(bytes).ok_or("not valid base64")?),
+                Decoded::Json(other) => return Err(format!("base64 needs a string, got {}", kind(other))),
+            },
+            Stage::Json(path) => {
+                let document: Value = match &value {
+                    Decoded::Json(Value::String(s)) => serde_json::from_str(s).map_err(|e| format!("not a JSON document: {e}"))?,
+                    Decoded::Bytes(bytes) => serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?,
+                    Decoded::Json(other) => return Err(format!("json needs a string, got {}", kind(other))),
+                };
+                match lookup(&document, path).filter(|v| !v.is_null()) {
+                    Some(found) => Decoded::Json(found.clone()),
+                    None => return Ok(None),
+                }
+            }
+        };
+    }
+    Ok(Some(value))
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Follows `path` from `value`: members of objects, elements of arrays, headers by name.
+pub fn lookup<'v>(value: &'v Value, path: &[Step]) -> Option<&'v Value> {
+    let mut at = value;
+    for step in path {
+        at = match (at, step) {
+            (Value::Object(map), Step::Key(name)) => map.get(name)?,
+            (Value::Array(items), Step::Index(i)) => items.get(*i)?,
+            (Value::Array(items), Step::Key(name)) => header(items, name)?,
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+/// The value of the last header called `name` in a header collection held in an array.
+pub fn header<'v>(items: &'v [Value], name: &str) -> Option<&'v Value> {
+    let mut found = None;
+    for (header, value) in headers(items) {
+        if header == name {
+            found = Some(value);
+        }
+    }
+    found
+}
+
+/// The headers of a collection held in an array, in order: `{"key"|"name": …, "value": …}`
+/// objects, `[name, value]` pairs, or kcat's flat `name, value, …` (a name is a string).
+pub fn headers(items: &[Value]) -> impl Iterator<Item = (&str, &Value)> {
+    const NULL: Value = Value::Null;
+    let mut i = 0;
+    std::iter::from_fn(move || loop {
+        let item = items.get(i)?;
+        i += 1;
+        match item {
+            Value::Object(map) => {
+                let name = map.get("key").or_else(|| map.get("name"));
+                if let Some(Value::String(name)) = name {
+                    return Some((name.as_str(), map.get("value").unwrap_or(&NULL)));
+                }
+            }
+            Value::Array(pair) => {
+                if let [Value::String(name), value] = pair.as_slice() {
+                    return Some((name.as_str(), value));
+                }
+            }
+            Value::String(name) => {
+                let value = items.get(i).unwrap_or(&NULL);
+                i += 1;
+                return Some((name.as_str(), value));
+            }
+            _ => {}
+        }
+    })
+}
+
+/// Decodes base64 in the standard or URL-safe alphabet, with or without padding (what
+/// Jackson, gcloud and the AWS CLI write); line breaks (MIME) are skipped.
+pub fn base64_decode(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3 + 3);
+    let (mut acc, mut bits, mut padding) = (0u32, 0u32, 0usize);
+    for &c in text {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            b'=' => {
+                padding += 1;
+                continue;
+            }
+            b'\r' | b'\n' => continue,
+            _ => return None,
+        };
+        if padding > 0 {
+            return None;
+        }
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // Leftover bits must be zero padding of a whole final group (2 or 4 bits), never 6.
+    if bits == 6 || acc != 0 || padding > 2 {
+        return None;
+    }
+    Some(out)
+}
+
+/// Encodes bytes as standard padded base64.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Splits `text` at every `sep` that is not inside a quoted name.
+fn split_outside_quotes<'t>(text: &'t str, sep: &str) -> Result<Vec<&'t str>, String> {
+    let mut parts = Vec::new();
+    let (mut start, mut i, mut quoted) = (0, 0, false);
+    let b = text.as_bytes();
+    while i < b.len() {
+        match b[i] {
+            b'"' => quoted = !quoted,
+            b'\\' if quoted => i += 1,
+            _ if !quoted && text[i..].starts_with(sep) => {
+                parts.push(&text[start..i]);
+                i += sep.len();
+                start = i;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if quoted {
+        return Err(format!("field `{}`: a quoted name is not closed", text.trim()));
+    }
+    parts.push(&text[start..]);
+    Ok(parts)
+}
+
+fn parse_access(text: &str) -> Result<Access, String> {
+    let segments = split_outside_quotes(text, "|")?;
+    let first = segments[0].trim();
+    if first.is_empty() {
+        return Err("expected a path".into());
+    }
+    let (root, path) = if first == "$partition" || first.starts_with("$partition.") {
+        let rest = &first["$partition".len()..];
+        let name = match parse_path(rest)?.as_slice() {
+            [] => None,
+            [Step::Key(name)] => Some(name.clone()),
+            _ => return Err("`$partition` takes one folder name, as `$partition.dt`".into()),
+        };
+        (Root::Partition(name), Vec::new())
+    } else {
+        let path = parse_path(first)?;
+        if path.is_empty() {
+            return Err("expected a path".into());
+        }
+        (Root::Record, path)
+    };
+    let mut stages: Vec<Stage> = Vec::new();
+    for segment in &segments[1..] {
+        match segment.trim() {
+            "base64" | "@base64d" => stages.push(Stage::Base64),
+            "json" | "fromjson" => stages.push(Stage::Json(Vec::new())),
+            "" => return Err("an empty stage after `|`".into()),
+            other => match stages.last_mut() {
+                Some(Stage::Json(path)) => path.extend(parse_path(other)?),
+                _ => return Err(format!("`{other}`: a path after `|` must follow `json` (expected base64, json or a path into JSON)")),
+            },
+        }
+    }
+    if matches!(root, Root::Partition(_)) && stages.iter().any(|s| matches!(s, Stage::Base64)) {
+        return Err("a partition folder cannot be decoded".into());
+    }
+    Ok(Access { root, path, stages })
+}
+
+/// A path: `a.b`, `.a."b.c"[0]`, `$.a["b"]`; an empty one (`.`, `$`) is the value itself.
+fn parse_path(text: &str) -> Result<Vec<Step>, String> {
+    let b = text.trim().as_bytes();
+    let text = text.trim();
+    let mut steps = Vec::new();
+    let mut i = 0;
+    if b.first() == Some(&b'$') && b.get(1).is_none_or(|c| matches!(c, b'.' | b'[')) {
+        i = 1;
+    }
+    let mut first = true;
+    while i < b.len() {
+        match b[i] {
+            b'.' => {
+                i += 1;
+                if i == b.len() && steps.is_empty() {
+                    break;
+                }
+                let (name, end) = name_at(text, i)?;
+                steps.push(Step::Key(name));
+                i = end;
+            }
+            b'[' => {
+                let close = text[i..].find(']').map(|c| i + c).ok_or_else(|| format!("`{text}`: `[` is not closed"))?;
+                let inner = text[i + 1..close].trim();
+                if inner.starts_with('"') {
+                    let (name, end) = quoted_at(text, text[..close].rfind('"').map_or(i + 1, |_| i + 1 + (text[i + 1..].len() - text[i + 1..].trim_start().len())))?;
+                    if text[end..].trim_start().as_bytes().first() != Some(&b']') {
+                        return Err(format!("`{text}`: expected `]` after a quoted name"));
+                    }
+                    steps.push(Step::Key(name));
+                    i = end + text[end..].find(']').expect("checked") + 1;
+                    continue;
+                }
+                let index = inner.parse::<usize>().map_err(|_| format!("`{text}`: `[{inner}]` is not an index (0, 1, …) or a quoted name"))?;
+                steps.push(Step::Index(index));
+                i = close + 1;
+            }
+            _ if first => {
+                let (name, end) = name_at(text, i)?;
+                steps.push(Step::Key(name));
+                i = end;
+            }
+            c => return Err(format!("`{text}`: unexpected `{}` at {}", char::from(c), i + 1)),
+        }
+        first = false;
+    }
+    Ok(steps)
+}
+
+/// A bare or quoted name starting at `at`: the name and where it ends.
+fn name_at(text: &str, at: usize) -> Result<(String, usize), String> {
+    let b = text.as_bytes();
+    if b.get(at) == Some(&b'"') {
+        return quoted_at(text, at);
+    }
+    let end = b[at..].iter().position(|c| matches!(c, b'.' | b'[' | b']' | b'|' | b'"' | b'/') || c.is_ascii_whitespace()).map_or(b.len(), |p| at + p);
+    if end == at {
+        return Err(format!("`{text}`: expected a name at {}", at + 1));
+    }
+    Ok((text[at..end].to_string(), end))
+}
+
+/// A quoted name (a JSON string) starting at its opening quote at `at`.
+fn quoted_at(text: &str, at: usize) -> Result<(String, usize), String> {
+    let b = text.as_bytes();
+    let mut i = at + 1;
+    while i < b.len() && b[i] != b'"' {
+        i += if b[i] == b'\\' { 2 } else { 1 };
+    }
+    if i >= b.len() {
+        return Err(format!("`{text}`: a quoted name is not closed"));
+    }
+    let name: String = serde_json::from_str(&text[at..=i]).map_err(|e| format!("`{text}`: bad quoted name: {e}"))?;
+    Ok((name, i + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(k: &str) -> Step {
+        Step::Key(k.into())
+    }
+
+    #[test]
+    fn paths_take_the_forms_users_know() {
+        let path = |t: &str| FieldExpr::parse(t).unwrap().alternatives.remove(0).path;
+        assert_eq!(path("a"), [key("a")]);
+        assert_eq!(path("a.b.c"), [key("a"), key("b"), key("c")]);
+        assert_eq!(path(".a.b"), [key("a"), key("b")]);
+        assert_eq!(path("$.requestContext.condition"), [key("requestContext"), key("condition")]);
+        assert_eq!(path(r#"headers."__connect.errors.topic""#), [key("headers"), key("__connect.errors.topic")]);
+        assert_eq!(path(r#".headers["__connect.errors.topic"]"#), [key("headers"), key("__connect.errors.topic")]);
+        assert_eq!(path(r#"a[2].b[ "x]y" ]"#), [key("a"), Step::Index(2), key("b"), key("x]y")]);
+        assert_eq!(path(r#""a.b"."c\"d""#), [key("a.b"), key("c\"d")]);
+        assert_eq!(path("MessageAttributes.ErrorCode.StringValue"), [key("MessageAttributes"), key("ErrorCode"), key("StringValue")]);
+        assert_eq!(path("a-b:c@d"), [key("a-b:c@d")]);
+    }
+
+    #[test]
+    fn stages_alternatives_and_partitions_parse() {
+        let e = FieldExpr::parse("message.data | base64 | json | error.type").unwrap();
+        assert_eq!(e.alternatives[0].stages, [Stage::Base64, Stage::Json(vec![key("error"), key("type")])]);
+        let e = FieldExpr::parse("message.data|@base64d|fromjson|.kind").unwrap();
+        assert_eq!(e.alternatives[0].stages, [Stage::Base64, Stage::Json(vec![key("kind")])]);
+        let e = FieldExpr::parse(r#"ts // headers."a//b" // $partition"#).unwrap();
+        assert_eq!(e.alternatives.len(), 3);
+        assert_eq!(e.alternatives[1].path, [key("headers"), key("a//b")]);
+        assert_eq!(e.alternatives[2].root, Root::Partition(None));
+        assert_eq!(FieldExpr::parse("$partition.dt").unwrap().alternatives[0].root, Root::Partition(Some("dt".into())));
+        assert_eq!(FieldExpr::parse("ts").unwrap().as_top_level(), Some("ts"));
+        assert_eq!(FieldExpr::parse("a.b").unwrap().as_top_level(), None);
+        assert_eq!(FieldExpr::parse("a | base64").unwrap().as_top_level(), None);
+    }
+
+    #[test]
+    fn bad_expressions_say_why() {
+        for (text, why) in [
+            ("", "expected a path"),
+            (r#"a."b"#, "not closed"),
+            ("a[x]", "not an index"),
+            ("a | b", "must follow `json`"),
+            ("a |", "empty stage"),
+            ("a[1", "not closed"),
+            ("$partition.a.b", "one folder name"),
+            ("a..b", "expected a name"),
+        ] {
+            let err = FieldExpr::parse(text).unwrap_err();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn headers_are_found_by_name_in_every_shape() {
+        let record = json!({
+            "kcat": ["a", "1", "__connect.errors.topic", "orders", "a", "2", "n", null],
+            "sink": [{"key": "__connect.errors.topic", "value": "orders"}, {"key": "a", "value": "x"}],
+            "named": [{"name": "a", "value": 7}],
+            "pairs": [["a", "p"], ["b", "q"]],
+            "object": {"__connect.errors.topic": "orders"},
+        });
+        let get = |t: &str| FieldExpr::parse(t).unwrap().value_in(&record, &[]).unwrap();
+        let text = |s: &str| Some(Decoded::Json(json!(s)));
+        assert_eq!(get(r#"kcat."__connect.errors.topic""#), text("orders"));
+        assert_eq!(get("kcat.a"), text("2"), "the last header of a name wins");
+        assert_eq!(get("kcat.n"), None, "a null header is absent");
+        assert_eq!(get(r#"sink."__connect.errors.topic""#), text("orders"));
+        assert_eq!(get(r#"object."__connect.errors.topic""#), text("orders"));
+        assert_eq!(get("named.a"), Some(Decoded::Json(json!(7))));
+        assert_eq!(get("pairs.b"), text("q"));
+        assert_eq!(get("kcat[3]"), text("orders"));
+        assert_eq!(get("kcat.missing // sink.a"), text("x"));
+        assert_eq!(get("object.x.y"), None);
+    }
+
+    #[test]
+    fn base64_and_json_inside_decode() {
+        // base64 of `{"order":{"id":"o-1"},"n":2}`, computed with `base64` of coreutils.
+        let record = json!({"data": "eyJvcmRlciI6eyJpZCI6Im8tMSJ9LCJuIjoyfQ==", "inner": "{\"a\":[1,{\"b\":\"c\"}]}", "bin": "/+8A"});
+        let get = |t: &str| FieldExpr::parse(t).unwrap().value_in(&record, &[]);
+        assert_eq!(get("data | base64 | json | order.id").unwrap(), Some(Decoded::Json(json!("o-1"))));
+        assert_eq!(get("data | base64").unwrap().unwrap().into_bytes(), br#"{"order":{"id":"o-1"},"n":2}"#);
+        assert_eq!(get("inner | json | a[1].b").unwrap(), Some(Decoded::Json(json!("c"))));
+        assert_eq!(get("inner | json | a[5]").unwrap(), None);
+        assert_eq!(get("bin | base64").unwrap(), Some(Decoded::Bytes(vec![0xff, 0xef, 0x00])));
+        assert!(get("inner | base64").unwrap_err().contains("not valid base64"));
+        assert!(get("data | json").unwrap_err().contains("not a JSON document"));
+        assert_eq!(get("inner | json | a // data").unwrap(), Some(Decoded::Json(json!([1, {"b": "c"}]))));
+    }
+
+    #[test]
+    fn base64_round_trips_every_length_and_refuses_junk() {
+        for len in 0..70usize {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let text = base64_encode(&bytes);
+            assert_eq!(base64_decode(text.as_bytes()), Some(bytes.clone()), "len {len}");
+            assert_eq!(base64_decode(text.trim_end_matches('=').as_bytes()), Some(bytes.clone()), "unpadded, len {len}");
+            let url: String = text.chars().map(|c| match c { '+' => '-', '/' => '_', c => c }).collect();
+            assert_eq!(base64_decode(url.as_bytes()), Some(bytes), "URL-safe, len {len}");
+        }
+        // Known vectors (RFC 4648, section 10).
+        assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64_encode(b"fo"), "Zm8=");
+        for bad in ["Zm9v!", "Z", "Zm9=v", "Zg===", "Zh=="] {
+            assert_eq!(base64_decode(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn partition_folders_are_values() {
+        let parts = vec![("dt".to_string(), "2026-11-28".to_string()), ("hour".to_string(), "07".to_string())];
+        let e = FieldExpr::parse("missing // $partition.hour").unwrap();
+        assert_eq!(e.value_in(&json!({}), &parts).unwrap(), Some(Decoded::Json(json!("07"))));
+    }
+}
