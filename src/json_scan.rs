@@ -5,11 +5,13 @@
 use std::borrow::Cow;
 
 /// serde_json refuses the 128th object or array open at once (its recursion limit).
-const MAX_NESTING: usize = 127;
+pub const MAX_NESTING: usize = 127;
 
 pub struct Parser<'a> {
     s: &'a [u8],
-    text: &'a str,
+    /// The whole text is known to be UTF-8; else each string read is checked (a skipped one
+    /// never is: a line may hold invalid UTF-8 in fields nobody reads).
+    utf8: bool,
     pos: usize,
     // Only x86-64 has a kernel other than the portable one to choose.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -367,14 +369,35 @@ pub(crate) mod avx2 {
 impl<'a> Parser<'a> {
     /// A parser at the start of `text`, with the kernel this CPU runs best.
     pub fn new(text: &'a str) -> Parser<'a> {
-        Parser { s: text.as_bytes(), text, pos: 0, kernel: Kernel::detected() }
+        Parser { s: text.as_bytes(), utf8: true, pos: 0, kernel: Kernel::detected() }
+    }
+
+    /// A parser over bytes that may not be UTF-8: strings it reads are checked, and one that
+    /// is not UTF-8 is an error; strings it skips are not.
+    pub fn over_bytes(bytes: &'a [u8], kernel: Kernel) -> Parser<'a> {
+        assert!(kernel.runs_here(), "{kernel:?} does not run on this CPU");
+        Parser { s: bytes, utf8: false, pos: 0, kernel }
+    }
+
+    /// The text from `start` to `end`: None where it is not UTF-8 or not cut at characters.
+    #[inline(always)]
+    fn text(&self, start: usize, end: usize) -> Option<&'a str> {
+        let bytes = &self.s[start..end];
+        if self.utf8 {
+            // A cut of UTF-8 text is UTF-8 when both ends are at characters: `end` is at an
+            // ASCII byte (or the end) wherever this is called.
+            let at_char = |i: usize| i == self.s.len() || (self.s[i] as i8) >= -0x40;
+            // SAFETY: the whole text is UTF-8 and both ends are at characters.
+            return at_char(start).then(|| unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
+        simdutf8::basic::from_utf8(bytes).ok()
     }
 
     /// A parser at the start of `text` that scans strings with `kernel` (one of
     /// `Kernel::available()`).
     pub fn with_kernel(text: &'a str, kernel: Kernel) -> Parser<'a> {
         assert!(kernel.runs_here(), "{kernel:?} does not run on this CPU");
-        Parser { s: text.as_bytes(), text, pos: 0, kernel }
+        Parser { s: text.as_bytes(), utf8: true, pos: 0, kernel }
     }
 
     /// Back to the start of the text.
@@ -445,12 +468,11 @@ impl<'a> Parser<'a> {
     pub fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.pos;
         self.scan_string_body();
-        if self.s.get(self.pos) == Some(&b'"') && self.text.is_char_boundary(start) {
-            // SAFETY: the start was just checked, and the end is at an ASCII quote, so both
-            // are char boundaries within the text.
-            let text = unsafe { self.text.get_unchecked(start..self.pos) };
-            self.pos += 1;
-            return Some(text);
+        if self.s.get(self.pos) == Some(&b'"') {
+            if let Some(text) = self.text(start, self.pos) {
+                self.pos += 1;
+                return Some(text);
+            }
         }
         self.pos = start;
         None
@@ -474,14 +496,14 @@ impl<'a> Parser<'a> {
                 return Err(self.error("EOF while parsing a string"));
             };
             match b {
-                b'"' if self.text.is_char_boundary(start) => {
-                    // SAFETY: the start was just checked, and the end is at an ASCII quote, so
-                    // both are char boundaries within the text.
-                    let text = unsafe { self.text.get_unchecked(start..self.pos) };
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(text));
-                }
-                b'"' => return Err(self.error("a string that starts inside a character")),
+                b'"' => match self.text(start, self.pos) {
+                    Some(text) => {
+                        self.pos += 1;
+                        return Ok(Cow::Borrowed(text));
+                    }
+                    None if self.utf8 => return Err(self.error("a string that starts inside a character")),
+                    None => return Err(self.error("invalid UTF-8 in a string")),
+                },
                 b'\\' => return self.escaped_string(start),
                 0..=0x1f => return Err(self.error("control character in a string")),
                 _ => self.pos += 1,
@@ -490,8 +512,8 @@ impl<'a> Parser<'a> {
     }
 
     fn escaped_string(&mut self, start: usize) -> Result<Cow<'a, str>, String> {
-        let Some(plain) = self.text.get(start..self.pos) else {
-            return Err(self.error("a string that starts inside a character"));
+        let Some(plain) = self.text(start, self.pos) else {
+            return Err(self.error(if self.utf8 { "a string that starts inside a character" } else { "invalid UTF-8 in a string" }));
         };
         // Room for what usually follows an escape, so that a short string grows at most once.
         let mut out = String::with_capacity(plain.len() + 16);
@@ -531,7 +553,12 @@ impl<'a> Parser<'a> {
                 _ => {
                     let run_start = self.pos;
                     self.scan_string_body();
-                    out.push_str(&self.text[run_start..self.pos]);
+                    // A run ends at an ASCII byte (a quote, a backslash, a control character)
+                    // or the end, so it is UTF-8 where the text is; else it is checked.
+                    match std::str::from_utf8(&self.s[run_start..self.pos]) {
+                        Ok(run) => out.push_str(run),
+                        Err(_) => return Err(self.error("invalid UTF-8 in a string")),
+                    }
                 }
             }
         }
@@ -590,7 +617,8 @@ impl<'a> Parser<'a> {
             }
             self.digits();
         }
-        let text = &self.text[start..self.pos];
+        // SAFETY: a number's bytes are ASCII (checked one by one above).
+        let text = unsafe { std::str::from_utf8_unchecked(&self.s[start..self.pos]) };
         // Like serde_json, refuse a number too large for a double (`1e400`); an integer of up
         // to 18 digits always fits.
         let plain_integer = self.pos - start <= 18 && !text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E'));
@@ -606,9 +634,28 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Walks an array from its `[`: `element` is called with each index when the parser stands
+    /// at that element, and must consume it.
+    pub fn array(&mut self, mut element: impl FnMut(&mut Self, usize) -> Result<(), String>) -> Result<(), String> {
+        self.pos += 1;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(());
+        }
+        for index in 0.. {
+            self.ws();
+            element(self, index)?;
+            if self.comma_or_close(b']')? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Walks an object from its `{`: `member` is called with each key when the parser stands
     /// at that key's value, and must consume the value.
-    fn object(&mut self, mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>) -> Result<(), String> {
+    pub fn object(&mut self, mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<(), String>) -> Result<(), String> {
         self.pos += 1;
         self.ws();
         if self.peek() == Some(b'}') {
