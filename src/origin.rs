@@ -1,10 +1,15 @@
-//! Which record fields hold the message as it was first sent (topic, key, payload, headers).
-//! A profile names them, the manifest seals them, execute sends them back.
+//! Which record fields hold the message as it was first sent (topic, key, payload, headers),
+//! and those bytes read out of a record. A profile names them, `plan` resolves them into each
+//! manifest entry, `execute` sends exactly what the reviewer saw.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-/// Where a record came from, by the names of its fields (the profile's origin fields): what
-/// execute sends back, and where. Any field may be absent.
+use crate::path::{Decoded, FieldExpr, Root};
+use crate::raw_json;
+
+/// Where a record came from, as field expressions (see `path`): what execute sends back, and
+/// where. Any field may be absent.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Origin {
@@ -17,7 +22,306 @@ pub struct Origin {
     /// The payload the consumer expects; without it the whole record is the payload.
     #[serde(default)]
     pub value: Option<String>,
-    /// The message's headers (a JSON object of names to values).
+    /// The message's headers: a JSON object of names to values, or a header collection.
     #[serde(default)]
     pub headers: Option<String>,
+    /// Headers left out of a replay by name prefix (those the dead-letter reporter added).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers_exclude: Vec<String>,
+    /// Other key and payload fields for records read from aligned S3-sink chunks, whose
+    /// converter wrote bytes as base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aligned: Option<AlignedOrigin>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlignedOrigin {
+    #[serde(default)]
+    pub key: Option<String>,
+    #[serde(default)]
+    pub value: Option<String>,
+}
+
+/// The roles an origin names, for messages.
+pub const ROLES: [&str; 4] = ["topic", "key", "value", "headers"];
+
+impl Origin {
+    /// Whether the profile names any origin field (its entries then carry resolved origins).
+    pub fn is_set(&self) -> bool {
+        self.topic.is_some() || self.key.is_some() || self.value.is_some() || self.headers.is_some()
+    }
+
+    /// Every expression parses and reads the record (a partition folder is no origin).
+    pub fn check(&self) -> Result<(), String> {
+        let aligned = self.aligned.iter().flat_map(|a| [&a.key, &a.value]);
+        for text in [&self.topic, &self.key, &self.value, &self.headers].into_iter().chain(aligned).flatten() {
+            let expr = FieldExpr::parse(text).map_err(|e| format!("origin: {e}"))?;
+            if expr.alternatives.iter().any(|a| a.root != Root::Record) {
+                return Err(format!("origin: field `{text}`: a partition folder is not part of a message"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parsed expressions, for records of aligned chunks or not.
+    pub fn exprs(&self, aligned: bool) -> OriginExprs {
+        let parse = |t: Option<&String>| t.map(|t| FieldExpr::parse(t).expect("checked when the profile was read"));
+        let over = self.aligned.as_ref().filter(|_| aligned);
+        OriginExprs {
+            topic: parse(self.topic.as_ref()),
+            key: parse(over.and_then(|a| a.key.as_ref()).or(self.key.as_ref())),
+            value: parse(over.and_then(|a| a.value.as_ref()).or(self.value.as_ref())),
+            headers: parse(self.headers.as_ref()),
+            exclude: self.headers_exclude.clone(),
+        }
+    }
+}
+
+/// An origin's expressions, parsed once for a run.
+pub struct OriginExprs {
+    pub topic: Option<FieldExpr>,
+    pub key: Option<FieldExpr>,
+    pub value: Option<FieldExpr>,
+    pub headers: Option<FieldExpr>,
+    exclude: Vec<String>,
+}
+
+/// A message's origin as one entry carries it: the bytes to send back.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Resolved {
+    pub topic: Option<String>,
+    /// The key's bytes; None: no key (null).
+    pub key: Option<Vec<u8>>,
+    pub value: Payload,
+    /// Names and value bytes in the record's order (None: a null header value).
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
+}
+
+/// What a message's payload is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Payload {
+    /// The profile names no payload field: the whole record is sent.
+    #[default]
+    Record,
+    /// A null value: a Kafka tombstone, an empty body elsewhere.
+    Null,
+    Bytes(Vec<u8>),
+}
+
+/// Which of an origin's fields a record had, for `plan` to refuse a field no record has.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Seen {
+    pub named: [bool; 4],
+    pub found: [u64; 4],
+}
+
+impl Seen {
+    pub fn add(&mut self, other: &Seen) {
+        for i in 0..4 {
+            self.named[i] |= other.named[i];
+            self.found[i] += other.found[i];
+        }
+    }
+}
+
+impl OriginExprs {
+    /// The origin of one record given as its JSON text (any bytes: a string stands for the
+    /// bytes it holds). Err: a decoding the profile asked for failed.
+    pub fn resolve(&self, record: &[u8], seen: &mut Seen) -> Result<Resolved, String> {
+        let mut out = Resolved::default();
+        let exprs = [&self.topic, &self.key, &self.value, &self.headers];
+        for (i, expr) in exprs.iter().enumerate() {
+            seen.named[i] |= expr.is_some();
+        }
+        if let Some(topic) = &self.topic {
+            if let Some(found) = value_of(topic, record)? {
+                seen.found[0] += 1;
+                out.topic = Some(String::from_utf8_lossy(&found.into_bytes()).into_owned());
+            }
+        }
+        if let Some(key) = &self.key {
+            // A key that is there but null counts as found: a null key is a key's value.
+            if present(key, record) {
+                seen.found[1] += 1;
+            }
+            out.key = value_of(key, record)?.map(Decoded::into_bytes);
+        }
+        if let Some(value) = &self.value {
+            if present(value, record) {
+                seen.found[2] += 1;
+            }
+            out.value = match value_of(value, record)? {
+                Some(found) => Payload::Bytes(found.into_bytes()),
+                None => Payload::Null,
+            };
+        }
+        if let Some(headers) = &self.headers {
+            if let Some(raw) = headers.alternatives.iter().find_map(|a| raw_json::lookup(record, &a.path)) {
+                seen.found[3] += 1;
+                out.headers = self.header_list(raw);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A header collection's headers, those excluded by prefix left out.
+    fn header_list(&self, raw: &[u8]) -> Vec<(String, Option<Vec<u8>>)> {
+        let keep = |name: &str| !self.exclude.iter().any(|p| name.starts_with(p.as_str()));
+        let bytes = |v: &[u8]| raw_json::decoded(v).map(Decoded::into_bytes);
+        match raw.first() {
+            Some(b'{') => raw_json::members(raw).map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v)).filter(|(k, _)| keep(k)).map(|(k, v)| (k, bytes(v))).collect(),
+            Some(b'[') => raw_json::headers(raw).map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v)).filter(|(k, _)| keep(k)).map(|(k, v)| (k, v.and_then(bytes))).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Whether the record has the field at all (null included).
+fn present(expr: &FieldExpr, record: &[u8]) -> bool {
+    expr.alternatives.iter().any(|a| raw_json::lookup(record, &a.path).is_some())
+}
+
+/// An expression's value in a record's JSON text: the first alternative present and not null,
+/// decoded by its stages.
+fn value_of(expr: &FieldExpr, record: &[u8]) -> Result<Option<Decoded>, String> {
+    let mut failed = None;
+    for access in &expr.alternatives {
+        let Some(found) = raw_json::lookup(record, &access.path).and_then(raw_json::decoded) else { continue };
+        match crate::path::decode(found, &access.stages) {
+            Ok(Some(value)) => return Ok(Some(value)),
+            Ok(None) => {}
+            Err(e) => failed = Some(format!("origin field `{}`: {e}", expr.text)),
+        }
+    }
+    failed.map_or(Ok(None), Err)
+}
+
+impl Resolved {
+    /// As a manifest entry carries it: bytes that are UTF-8 as text, others as
+    /// `{"base64": …}`; a null key or payload as null; no `value` when the record is sent.
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        if let Some(topic) = &self.topic {
+            map.insert("topic".into(), Value::String(topic.clone()));
+        }
+        map.insert("key".into(), self.key.as_deref().map_or(Value::Null, bytes_json));
+        match &self.value {
+            Payload::Record => {}
+            Payload::Null => {
+                map.insert("value".into(), Value::Null);
+            }
+            Payload::Bytes(b) => {
+                map.insert("value".into(), bytes_json(b));
+            }
+        }
+        let headers = self.headers.iter().map(|(k, v)| Value::Array(vec![Value::String(k.clone()), v.as_deref().map_or(Value::Null, bytes_json)]));
+        map.insert("headers".into(), Value::Array(headers.collect()));
+        Value::Object(map)
+    }
+
+    /// Reads what `to_json` wrote.
+    pub fn from_json(value: &Value) -> Result<Resolved, String> {
+        let Value::Object(map) = value else { return Err("an entry's origin must be an object".into()) };
+        let topic = match map.get("topic") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t)) => Some(t.clone()),
+            Some(_) => return Err("origin topic must be a string".into()),
+        };
+        let key = map.get("key").map(json_bytes).transpose()?.flatten();
+        let value = match map.get("value") {
+            None => Payload::Record,
+            Some(v) => json_bytes(v)?.map_or(Payload::Null, Payload::Bytes),
+        };
+        let headers = match map.get("headers") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|h| match h.as_array().map(Vec::as_slice) {
+                    Some([Value::String(name), v]) => Ok((name.clone(), json_bytes(v)?)),
+                    _ => Err("origin headers must be [name, value] pairs".to_string()),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("origin headers must be an array".into()),
+        };
+        Ok(Resolved { topic, key, value, headers })
+    }
+}
+
+fn bytes_json(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Value::String(text.to_string()),
+        Err(_) => serde_json::json!({ "base64": crate::path::base64_encode(bytes) }),
+    }
+}
+
+fn json_bytes(value: &Value) -> Result<Option<Vec<u8>>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(s.as_bytes().to_vec())),
+        Value::Object(map) if map.len() == 1 => match map.get("base64") {
+            Some(Value::String(b)) => crate::path::base64_decode(b.as_bytes()).map(Some).ok_or_else(|| "origin bytes: not valid base64".to_string()),
+            _ => Err("origin bytes must be a string, {\"base64\": …} or null".into()),
+        },
+        _ => Err("origin bytes must be a string, {\"base64\": …} or null".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kcat_origin() -> Origin {
+        Origin {
+            topic: Some(r#"headers."__connect.errors.topic""#.into()),
+            key: Some("key".into()),
+            value: Some("payload // value | base64 // value".into()),
+            headers: Some("headers".into()),
+            headers_exclude: vec!["__connect.errors.".into()],
+            aligned: Some(AlignedOrigin { key: Some("key | base64 // key".into()), value: None }),
+        }
+    }
+
+    #[test]
+    fn a_kcat_line_gives_the_bytes_the_producer_sent() {
+        let line = b"{\"topic\":\"dlq\",\"headers\":[\"trace\",\"t-1\",\"__connect.errors.topic\",\"orders\",\"empty\",null],\"key\":\"k\xff\",\"payload\":\"\\u0000\\u0001\x96\xe8\"}";
+        let mut seen = Seen::default();
+        let got = kcat_origin().exprs(false).resolve(line, &mut seen).unwrap();
+        assert_eq!(got.topic.as_deref(), Some("orders"));
+        assert_eq!(got.key.as_deref(), Some(&b"k\xff"[..]));
+        assert_eq!(got.value, Payload::Bytes(vec![0, 1, 0x96, 0xe8]));
+        assert_eq!(got.headers, [("trace".to_string(), Some(b"t-1".to_vec())), ("empty".to_string(), None)]);
+        assert_eq!(seen.found, [1, 1, 1, 1]);
+        // Through the manifest and back: the same bytes.
+        assert_eq!(Resolved::from_json(&got.to_json()).unwrap(), got);
+        assert_eq!(got.to_json()["value"], serde_json::json!({"base64": "AAGW6A=="}));
+    }
+
+    #[test]
+    fn tombstones_text_objects_and_aligned_chunks() {
+        let origin = kcat_origin();
+        let mut seen = Seen::default();
+        let tombstone = origin.exprs(false).resolve(br#"{"key":"k","payload":null}"#, &mut seen).unwrap();
+        assert_eq!((tombstone.key.as_deref(), &tombstone.value), (Some(&b"k"[..]), &Payload::Null));
+        assert_eq!(Resolved::from_json(&tombstone.to_json()).unwrap().value, Payload::Null);
+        let text = origin.exprs(false).resolve(br#"{"key":null,"payload":"plain \"text\""}"#, &mut seen).unwrap();
+        assert_eq!((text.key, text.value), (None, Payload::Bytes(br#"plain "text""#.to_vec())));
+        // An aligned chunk's record: base64 key and value (ByteArrayConverter), or a JSON value.
+        let aligned = origin.exprs(true).resolve(br#"{"key":"b3JkZXItMQ==","value":"eyJhIjoxfQ==","headers":[{"key":"__connect.errors.topic","value":"orders"},{"key":"h","value":"v"}]}"#, &mut seen).unwrap();
+        assert_eq!((aligned.key.as_deref(), &aligned.value), (Some(&b"order-1"[..]), &Payload::Bytes(br#"{"a":1}"#.to_vec())));
+        assert_eq!(aligned.headers, [("h".to_string(), Some(b"v".to_vec()))]);
+        let object = origin.exprs(true).resolve(br#"{"key":"k!","value":{"b" : 2, "a":[1]}}"#, &mut seen).unwrap();
+        assert_eq!((object.key.as_deref(), &object.value), (Some(&b"k!"[..]), &Payload::Bytes(br#"{"b":2,"a":[1]}"#.to_vec())));
+        // No value field: the record is the payload.
+        let whole = Origin { topic: Some("t".into()), ..Origin::default() }.exprs(false).resolve(br#"{"t":"x"}"#, &mut seen).unwrap();
+        assert_eq!(whole.value, Payload::Record);
+        assert!(Resolved::from_json(&whole.to_json()).unwrap().value == Payload::Record);
+    }
+
+    #[test]
+    fn a_partition_folder_is_refused_as_an_origin() {
+        let origin = Origin { topic: Some("$partition.topic".into()), ..Origin::default() };
+        assert!(origin.check().unwrap_err().contains("partition folder"));
+        assert!(Origin { key: Some("a[".into()), ..Origin::default() }.check().is_err());
+    }
 }

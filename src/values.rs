@@ -41,6 +41,9 @@ pub fn to_json(value: AnyValue) -> Value {
             }
             Value::Object(map)
         }
+        // Bytes as base64 (a JSON string holds text only).
+        AnyValue::Binary(bytes) => Value::String(crate::path::base64_encode(bytes)),
+        AnyValue::BinaryOwned(bytes) => Value::String(crate::path::base64_encode(&bytes)),
         // A categorical is its text (Display would quote it).
         other => match other.get_str() {
             Some(text) => Value::String(text.to_string()),

@@ -145,12 +145,12 @@ fn corrupt_missing_and_unreadable_files_are_errors_naming_the_file() {
 }
 
 #[test]
-fn a_parquet_file_without_a_required_column_rejects_every_row() {
+fn a_parquet_file_without_a_required_column_rejects_every_row_and_fails() {
     let dir = Dir::new();
     dir.gen("envelope.parquet", &["--profile", "envelope", "--rows", "50"]);
-    let run = dir.command().args(["rank", "envelope.parquet", "--format", "json"]).expect_code(0);
-    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(report["total"], 0);
-    assert_eq!(report["rejected"], 50);
+    let run = dir.command().args(["rank", "envelope.parquet", "--format", "json"]).expect_code(1);
+    assert_eq!(run.stdout, "", "no report for a run that accepted nothing");
     assert!(run.stderr.contains("envelope.parquet:1: field `stage` is missing"), "{}", run.stderr);
+    assert!(run.stderr.contains("no row accepted: all 50 rows were rejected"), "{}", run.stderr);
+    assert!(run.stderr.contains("`stage` is missing in all 50 rows: check the path"), "{}", run.stderr);
 }

@@ -207,8 +207,9 @@ fn diff_lists_new_gone_and_moved_causes_from_two_rankings() {
     dir.command().args(["rank", "new.jsonl", "--top", "1", "-o", "top.json"]).ok();
     let run = dir.command().args(["diff", "old.json", "top.json"]).expect_code(0);
     assert!(run.stderr.contains("top.json lists 4 of its 7 failures"), "{}", run.stderr);
-    // Every vision row is rejected by the envelope profile; the (empty) report still names its fields.
-    dir.command().args(["rank", "new.jsonl", "--profile", "envelope", "-o", "envelope.json"]).ok();
+    // A ranking by the envelope's fields.
+    dir.gen("envelope.jsonl", &["--profile", "envelope", "--rows", "20"]);
+    dir.command().args(["rank", "envelope.jsonl", "--profile", "envelope", "-o", "envelope.json"]).ok();
     let run = dir.command().args(["diff", "old.json", "envelope.json"]).expect_code(1);
     assert!(run.stderr.contains("different fields"), "{}", run.stderr);
     // A ranking written by another tool with only the essential fields.

@@ -26,7 +26,8 @@ pub struct InputArgs {
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<String>,
 
-    /// Field mapping: vision, envelope, or a TOML profile file.
+    /// Field mapping: a built-in profile (vision, envelope, kafka-connect, lambda, sqs, pubsub,
+    /// servicebus) or a TOML profile file.
     #[arg(long, default_value = "vision", value_name = "NAME|FILE")]
     pub profile: String,
 
@@ -166,12 +167,22 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Whether --strict was given.
+    pub fn strict(&self) -> bool {
+        self.strict
+    }
+
     pub fn scan(&self) -> Scan<'_> {
         Scan { storage: &self.storage, layout: &self.layout, window: self.window, progress: &self.progress }
     }
 
-    /// Names the first rejected rows on stderr; under --strict any of them is an error.
+    /// Names the first rejected rows on stderr; under --strict any of them is an error, and a
+    /// run whose every row was rejected is one always, naming the most common reasons.
     pub fn check_rejects(&self, tally: &Tally) -> Result<()> {
+        if tally.accepted == 0 && tally.outside_window == 0 && tally.rejected > 0 {
+            report_rejects(tally.rejected, &tally.rejects);
+            bail!("{}", no_row_accepted(tally));
+        }
         self.check_rejected(tally.rejected, &tally.rejects)
     }
 
@@ -253,6 +264,21 @@ pub fn refuse_states(inputs: &[Input], command: &str) -> Result<()> {
         Some(state) => Err(UsageError(format!("{}: a partial state holds counts, not rows: {command} reads dumps", state.display)).into()),
         None => Ok(()),
     }
+}
+
+/// Why a run accepted no row: its most common reasons, a field missing from every row named
+/// as such.
+fn no_row_accepted(tally: &Tally) -> String {
+    let mut text = format!("no row accepted: all {} rows were rejected; most common reasons:", tally.rejected);
+    for (reason, rows) in tally.kinds.most_common(3) {
+        text.push_str(&format!("\n  {rows} rows: {reason}"));
+        if rows == tally.rejected {
+            if let Some(field) = reason.strip_prefix("field `").and_then(|r| r.strip_suffix("` is missing")) {
+                text.push_str(&format!(" (`{field}` is missing in all {rows} rows: check the path, or the profile)"));
+            }
+        }
+    }
+    text
 }
 
 pub fn report_rejects(rejected: u64, named: &[Reject]) {

@@ -1,20 +1,48 @@
-//! The two built-in profiles, exactly as the product spec describes them.
+//! The built-in profiles: the two seed formats, as the product spec describes them, and the
+//! archives real dead-letter queues write, as TOML files in `profiles/` (each cites its sources).
 
-use super::{CategorySource, FieldType, Normalizer, Profile, SignatureField};
+use super::{CategorySource, FieldType, IdSpec, Normalizer, Profile, SignatureField};
 use crate::origin::Origin;
+use crate::path::FieldExpr;
+use crate::timestamp::TimeFormat;
+
+/// Every built-in profile's name, in the order `--help` lists them.
+pub const BUILT_IN: [&str; 7] = ["vision", "envelope", "kafka-connect", "lambda", "sqs", "pubsub", "servicebus"];
+
+/// The TOML text of the built-in profiles that are files.
+const FILES: [(&str, &str); 5] = [
+    ("kafka-connect", include_str!("../../profiles/kafka-connect.toml")),
+    ("lambda", include_str!("../../profiles/lambda.toml")),
+    ("sqs", include_str!("../../profiles/sqs.toml")),
+    ("pubsub", include_str!("../../profiles/pubsub.toml")),
+    ("servicebus", include_str!("../../profiles/servicebus.toml")),
+];
+
+/// A built-in profile by name.
+pub fn load(name: &str) -> Option<Profile> {
+    match name {
+        "vision" => Some(vision()),
+        "envelope" => Some(envelope()),
+        _ => {
+            let (_, text) = FILES.iter().find(|(n, _)| *n == name)?;
+            Some(super::from_toml(text, name).expect("built-in profiles parse"))
+        }
+    }
+}
 
 fn field(name: &str, normalizer: Normalizer) -> SignatureField {
-    SignatureField { field: name.into(), normalizer, required: true, field_type: FieldType::String }
+    SignatureField { field: name.into(), expr: FieldExpr::top_level(name), normalizer, required: true, field_type: FieldType::String }
 }
 
 /// The vision pipeline's typed DLQ record (seed `vision-dlq-forensics`).
 pub fn vision() -> Profile {
     Profile {
         name: "vision".into(),
-        id_field: "capture_id".into(),
+        id: IdSpec::one("capture_id"),
         id_type: FieldType::String,
-        time_field: "capture_timestamp".into(),
-        attempts_field: Some("attempts".into()),
+        time: FieldExpr::top_level("capture_timestamp"),
+        time_format: TimeFormat::Rfc3339,
+        attempts: Some(FieldExpr::top_level("attempts")),
         signature: vec![
             field("stage", Normalizer::Lower),
             field("reject_reason", Normalizer::Lower),
@@ -33,20 +61,19 @@ pub fn vision() -> Profile {
 pub fn envelope() -> Profile {
     Profile {
         name: "envelope".into(),
-        id_field: "id".into(),
+        id: IdSpec::one("id"),
         id_type: FieldType::String,
-        time_field: "last_failed_at".into(),
-        attempts_field: Some("retry_count".into()),
+        time: FieldExpr::top_level("last_failed_at"),
+        time_format: TimeFormat::Rfc3339,
+        attempts: Some(FieldExpr::top_level("retry_count")),
         signature: vec![
             field("original_topic", Normalizer::Trim),
             SignatureField {
-                field: "error_category".into(),
-                normalizer: Normalizer::Category {
-                    type_field: "error_type".into(),
-                    message_field: "error_message".into(),
-                },
                 required: false,
-                field_type: FieldType::String,
+                ..field(
+                    "error_category",
+                    Normalizer::Category { type_field: FieldExpr::top_level("error_type"), message_field: FieldExpr::top_level("error_message") },
+                )
             },
             field("error_type", Normalizer::Trim),
             field("error_message", Normalizer::Template),
@@ -59,8 +86,23 @@ pub fn envelope() -> Profile {
             key: Some("original_key".into()),
             value: Some("original_value".into()),
             headers: Some("original_headers".into()),
+            ..Origin::default()
         },
         category: CategorySource::Field("error_category".into()),
         classifier: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_loads_and_names_itself() {
+        for name in BUILT_IN {
+            let profile = load(name).expect("built in");
+            assert_eq!(profile.name, name);
+        }
+        assert!(load("orders.toml").is_none());
     }
 }

@@ -1,8 +1,10 @@
 //! A profile maps a dump's fields to the roles dlqf needs (id, time, attempts, signature).
-//! Built-ins cover the two seed formats; any other dump is described in a small TOML file.
+//! Built-ins cover the two seed formats and the archives real DLQs write (`profiles/`); any
+//! other dump is described in a small TOML file of the same form.
 
 mod builtin;
 pub mod classify;
+mod root_cause;
 pub mod template;
 
 use std::path::Path;
@@ -10,6 +12,11 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+
+use crate::path::FieldExpr;
+use crate::timestamp::TimeFormat;
+pub use builtin::BUILT_IN;
+pub use root_cause::root_cause;
 
 /// How one signature field is normalised so that one cause is one bucket.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,16 +29,19 @@ pub enum Normalizer {
     Lower,
     /// A message template: variable tokens masked to `<*>` (see `template`).
     Template,
+    /// A stack trace's root cause: the innermost exception's type and the template of its
+    /// message (a plain message: its template), so one generic wrapper hides no cause.
+    RootCause,
     /// An error category: the field's value lowercased when present, otherwise classified
     /// from the error type and message fields named here.
-    Category { type_field: String, message_field: String },
+    Category { type_field: FieldExpr, message_field: FieldExpr },
 }
 
 impl Normalizer {
     /// Normalisers that need the whole row (or are costly) run per row; the cheap ones run
     /// once per distinct raw value after grouping, which is where the speed comes from.
     pub fn is_per_row(&self) -> bool {
-        matches!(self, Normalizer::Template | Normalizer::Category { .. })
+        matches!(self, Normalizer::Template | Normalizer::RootCause | Normalizer::Category { .. })
     }
 
     pub fn apply(&self, raw: &str) -> String {
@@ -40,7 +50,19 @@ impl Normalizer {
             Normalizer::Trim => raw.trim().to_string(),
             Normalizer::Lower => raw.trim().to_lowercase(),
             Normalizer::Template => template::template(raw),
+            Normalizer::RootCause => root_cause(raw),
             Normalizer::Category { .. } => raw.trim().to_lowercase(),
+        }
+    }
+
+    /// How the normaliser enters a state's rules digest (as it always has for the forms
+    /// before paths, so states saved then still merge).
+    pub fn describe(&self) -> String {
+        match self {
+            Normalizer::Category { type_field, message_field } => {
+                format!("Category {{ type_field: {:?}, message_field: {:?} }}", type_field.text, message_field.text)
+            }
+            other => format!("{other:?}"),
         }
     }
 }
@@ -68,24 +90,60 @@ impl FieldType {
 
 #[derive(Clone, Debug)]
 pub struct SignatureField {
-    /// The field's name in the dump, and in the report.
+    /// The field's name in reports (and the name policies and key fields use).
     pub field: String,
+    /// Where its value is read from.
+    pub expr: FieldExpr,
     pub normalizer: Normalizer,
     /// A missing or null required field rejects the row; an optional one reads as "".
     pub required: bool,
     pub field_type: FieldType,
 }
 
+/// A message's id: one field, or several joined with `/` (`topic/partition/offset`).
+#[derive(Clone, Debug)]
+pub struct IdSpec {
+    /// None: every record's id is its digest.
+    pub parts: Vec<FieldExpr>,
+    /// What a record without every part gets.
+    pub missing: IdMissing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdMissing {
+    /// The row is rejected, naming the field.
+    Reject,
+    /// The id is `sha256:` and the first 16 hex digits of the SHA-256 of the record's JSON
+    /// (the line as written; a Parquet row as the manifest writes it).
+    Digest,
+}
+
+impl IdSpec {
+    fn one(field: &str) -> IdSpec {
+        IdSpec { parts: vec![FieldExpr::top_level(field)], missing: IdMissing::Reject }
+    }
+
+    /// How the id is named in messages and digests: the field, or the parts joined by ` + `.
+    pub fn describe(&self) -> String {
+        match self.parts.as_slice() {
+            [] => "sha256 of the record".to_string(),
+            parts => parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join(" + "),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Profile {
     pub name: String,
-    pub id_field: String,
+    pub id: IdSpec,
     pub id_type: FieldType,
-    pub time_field: String,
-    pub attempts_field: Option<String>,
+    pub time: FieldExpr,
+    pub time_format: TimeFormat,
+    pub attempts: Option<FieldExpr>,
     pub signature: Vec<SignatureField>,
     /// Fields whose values, after the id, make the idempotency key `sha256(id|f1|f2…)`;
-    /// signature fields count with their normalised value, others trimmed.
+    /// signature fields (by name) count with their normalised value, others (expressions into
+    /// the record) trimmed.
     pub key_fields: Vec<String>,
     /// The key field a policy's `replay_revision` replaces (the revision the work runs under).
     pub revision_field: Option<String>,
@@ -109,12 +167,11 @@ pub enum CategorySource {
 }
 
 impl Profile {
-    /// `vision`, `envelope`, or a path to a TOML profile.
+    /// A built-in profile by name (`BUILT_IN`), or a path to a TOML profile.
     pub fn load(name_or_path: &str) -> Result<Profile> {
-        match name_or_path {
-            "vision" => Ok(builtin::vision()),
-            "envelope" => Ok(builtin::envelope()),
-            path => from_toml_file(Path::new(path)),
+        match builtin::load(name_or_path) {
+            Some(profile) => Ok(profile),
+            None => from_toml_file(Path::new(name_or_path)),
         }
     }
 
@@ -138,10 +195,16 @@ impl Profile {
 #[serde(deny_unknown_fields)]
 struct ProfileFile {
     name: Option<String>,
-    id: String,
+    /// What the profile reads, and the public sources of its layout (documentation only).
+    #[serde(default)]
+    #[allow(dead_code)]
+    about: Vec<String>,
+    id: Option<OneOrMany>,
+    id_missing: Option<String>,
     #[serde(default = "default_type")]
     id_type: String,
     time: String,
+    time_format: Option<String>,
     attempts: Option<String>,
     signature: Vec<SignatureFile>,
     idempotency_key: Option<Vec<String>>,
@@ -152,8 +215,16 @@ struct ProfileFile {
 }
 
 #[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SignatureFile {
+    name: Option<String>,
     field: String,
     #[serde(default = "default_normalize")]
     normalize: String,
@@ -177,9 +248,14 @@ fn default_true() -> bool {
 
 fn from_toml_file(path: &Path) -> Result<Profile> {
     let text = std::fs::read_to_string(path).with_context(|| {
-        format!("profile `{}`: not a built-in profile (vision, envelope) and not a readable file", path.display())
+        format!("profile `{}`: not a built-in profile ({}) and not a readable file", path.display(), BUILT_IN.join(", "))
     })?;
     from_toml(&text, &path.display().to_string())
+}
+
+/// A field expression of a profile, or an error naming the profile and what is wrong.
+fn expr(text: &str, origin: &str) -> Result<FieldExpr> {
+    FieldExpr::parse(text).map_err(|e| anyhow::anyhow!("profile {origin}: {e}"))
 }
 
 pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
@@ -187,26 +263,32 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
     if file.signature.is_empty() {
         bail!("profile {origin}: `signature` needs at least one field");
     }
-    let mut signature = Vec::new();
+    let mut signature: Vec<SignatureField> = Vec::new();
     for s in file.signature {
         let normalizer = match s.normalize.as_str() {
             "none" => Normalizer::None,
             "trim" => Normalizer::Trim,
             "lower" => Normalizer::Lower,
             "template" => Normalizer::Template,
+            "root_cause" => Normalizer::RootCause,
             "category" => Normalizer::Category {
-                type_field: s.type_field.clone().unwrap_or_else(|| "error_type".into()),
-                message_field: s.message_field.clone().unwrap_or_else(|| "error_message".into()),
+                type_field: expr(s.type_field.as_deref().unwrap_or("error_type"), origin)?,
+                message_field: expr(s.message_field.as_deref().unwrap_or("error_message"), origin)?,
             },
             other => bail!(
-                "profile {origin}: field `{}`: unknown normaliser `{other}` (expected none, trim, lower, template or category)",
+                "profile {origin}: field `{}`: unknown normaliser `{other}` (expected none, trim, lower, template, root_cause or category)",
                 s.field
             ),
         };
         let Some(field_type) = FieldType::parse(&s.field_type) else {
             bail!("profile {origin}: field `{}`: unknown type `{}` (expected string or scalar)", s.field, s.field_type);
         };
-        signature.push(SignatureField { field: s.field, normalizer, required: s.required, field_type });
+        let expr = expr(&s.field, origin)?;
+        let name = s.name.unwrap_or_else(|| expr.text.clone());
+        if signature.iter().any(|f| f.field == name) {
+            bail!("profile {origin}: two signature fields are named `{name}` (give one a `name`)");
+        }
+        signature.push(SignatureField { field: name, expr, normalizer, required: s.required, field_type });
     }
     let Some(id_type) = FieldType::parse(&file.id_type) else {
         bail!("profile {origin}: unknown id_type `{}` (expected string or scalar)", file.id_type);
@@ -214,9 +296,32 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
     let names: Vec<&str> = signature.iter().map(|s| s.field.as_str()).collect();
     if let Some(r) = &file.reason {
         if !names.contains(&r.as_str()) {
-            bail!("profile {origin}: reason field `{r}` is not one of the signature fields");
+            bail!("profile {origin}: reason field `{r}` is not one of the signature fields ({})", names.join(", "));
         }
     }
+    let parts = match file.id {
+        None => Vec::new(),
+        Some(OneOrMany::One(one)) => vec![expr(&one, origin)?],
+        Some(OneOrMany::Many(many)) => many.iter().map(|p| expr(p, origin)).collect::<Result<_>>()?,
+    };
+    let missing = match (file.id_missing.as_deref(), parts.is_empty()) {
+        (None, false) | (Some("reject"), false) => IdMissing::Reject,
+        (None | Some("digest"), _) => IdMissing::Digest,
+        (Some("reject"), true) => bail!("profile {origin}: id_missing = \"reject\" needs an `id`"),
+        (Some(other), _) => bail!("profile {origin}: unknown id_missing `{other}` (expected reject or digest)"),
+    };
+    let time_format = match file.time_format.as_deref() {
+        None => TimeFormat::Rfc3339,
+        Some(name) => TimeFormat::parse(name).with_context(|| {
+            format!("profile {origin}: unknown time_format `{name}` (expected rfc3339, epoch_s, epoch_ms, epoch_us or epoch_ns)")
+        })?,
+    };
+    for key_field in file.idempotency_key.iter().flatten() {
+        if !names.contains(&key_field.as_str()) {
+            expr(key_field, origin)?;
+        }
+    }
+    file.origin.check().map_err(|e| anyhow::anyhow!("profile {origin}: {e}"))?;
     let key_fields = file.idempotency_key.unwrap_or_else(|| names.iter().map(|s| s.to_string()).collect());
     let category_field = signature.iter().find(|s| matches!(s.normalizer, Normalizer::Category { .. }));
     let category = match (category_field, &file.reason) {
@@ -228,10 +333,11 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
         category,
         classifier: Arc::default(),
         name: file.name.unwrap_or_else(|| origin.to_string()),
-        id_field: file.id,
+        id: IdSpec { parts, missing },
         id_type,
-        time_field: file.time,
-        attempts_field: file.attempts,
+        time: expr(&file.time, origin)?,
+        time_format,
+        attempts: file.attempts.as_deref().map(|a| expr(a, origin)).transpose()?,
         signature,
         key_fields,
         revision_field: file.revision,

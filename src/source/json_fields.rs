@@ -2,6 +2,7 @@
 //! line's syntax like a full parser, but never builds values it does not need.
 
 use super::json_shape::{Shape, ShapeRecorder};
+use super::json_tree::FieldTree;
 use super::layout::Cell;
 use crate::json_scan::{Kernel, Parser};
 
@@ -16,14 +17,15 @@ const MISSES_BEFORE_PAUSE: u32 = 64;
 const PAUSE: u32 = 256;
 const TRIES_AFTER_PAUSE: u32 = 4;
 
-/// Parses lines as JSON objects: fields named in `names` are stored in `cells` (same index),
-/// everything else is validated and skipped. Lines must be valid UTF-8 already.
+/// Parses lines as JSON objects: the fields (and paths into them) of a `FieldTree` are stored
+/// in `cells`, everything else is validated and skipped. A line that is not UTF-8 is read too
+/// (`pick_bytes`): only the strings it keeps must be.
 ///
 /// Picks named fields from many lines. Lines of one dump repeat their key order, so the key
 /// seen at each position last time is tried first, as it was written: one comparison of
 /// bytes instead of scanning the key and searching for it.
 pub struct FieldPicker<'n> {
-    names: &'n [String],
+    tree: &'n FieldTree,
     order: Vec<SeenKey>,
     /// The shapes of the last lines parsed in full, the one that matched last first.
     shapes: Vec<Shape>,
@@ -47,19 +49,29 @@ struct SeenKey {
 }
 
 impl<'n> FieldPicker<'n> {
-    pub fn new(names: &'n [String]) -> FieldPicker<'n> {
-        FieldPicker::with_kernel(names, Kernel::detected())
+    pub fn new(tree: &'n FieldTree) -> FieldPicker<'n> {
+        FieldPicker::with_kernel(tree, Kernel::detected())
     }
 
     /// A picker whose parser scans strings with `kernel` (one of `Kernel::available()`).
-    pub fn with_kernel(names: &'n [String], kernel: Kernel) -> FieldPicker<'n> {
-        FieldPicker { names, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, cells_of_first: false, kernel }
+    pub fn with_kernel(tree: &'n FieldTree, kernel: Kernel) -> FieldPicker<'n> {
+        FieldPicker { tree, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, cells_of_first: false, kernel }
     }
 
     /// Sets `cells` to the named fields of `line` (`Missing` where absent), or says why the
     /// line is not a JSON object. Lines of a shape seen before are read by it.
     pub fn pick<'a>(&mut self, line: &'a str, cells: &mut [Cell<'a>]) -> Result<(), String> {
-        let mut p = Parser::with_kernel(line, self.kernel);
+        self.pick_with(Parser::with_kernel(line, self.kernel), cells)
+    }
+
+    /// `pick` for a line that is not UTF-8: a string it keeps that is not is an error, the
+    /// others are not checked.
+    pub fn pick_bytes<'a>(&mut self, line: &'a [u8], cells: &mut [Cell<'a>]) -> Result<(), String> {
+        self.pick_with(Parser::over_bytes(line, self.kernel), cells)
+    }
+
+    fn pick_with<'a>(&mut self, mut p: Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String> {
+        let line = p.bytes();
         self.cells_of_first = false;
         if self.paused > 0 {
             self.paused -= 1;
@@ -68,7 +80,7 @@ impl<'n> FieldPicker<'n> {
         }
         for i in 0..self.shapes.len() {
             cells.iter_mut().for_each(|c| *c = Cell::Missing);
-            if self.shapes[i].read(&mut p, cells) {
+            if self.shapes[i].read(&mut p, cells, self.tree) {
                 self.shapes[..=i].rotate_right(1);
                 self.misses = 0;
                 return Ok(());
@@ -86,7 +98,7 @@ impl<'n> FieldPicker<'n> {
         if self.shapes.len() == SHAPES {
             self.shapes.pop();
         }
-        self.shapes.insert(0, shape.finish(line.as_bytes()));
+        self.shapes.insert(0, shape.finish(line));
         Ok(())
     }
 
@@ -183,7 +195,7 @@ impl<'n> FieldPicker<'n> {
                     match self.order.get(position) {
                         Some(seen) if seen.key == key => seen.slot,
                         _ => {
-                            let slot = self.names.iter().position(|n| *n == key);
+                            let slot = self.tree.slot(&key);
                             let quoted = (!key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)).then(|| format!("\"{key}\"").into_bytes());
                             self.order.truncate(position);
                             self.order.push(SeenKey { key: key.into_owned(), quoted, slot });
@@ -201,7 +213,7 @@ impl<'n> FieldPicker<'n> {
                 shape.value_at(p.bytes(), p.pos(), slot);
             }
             match slot {
-                Some(i) => cells[i] = value(p)?,
+                Some(i) => self.tree.read(i, p, cells)?,
                 // Most unnamed values are strings: skipped here without `skip_value`'s call.
                 None if p.peek() == Some(b'"') => p.skip_string()?,
                 None => p.skip_value(1)?,
@@ -217,8 +229,9 @@ impl<'n> FieldPicker<'n> {
     }
 }
 
-/// A member's value as a cell: scalars kept, objects and arrays validated and named.
-pub(super) fn value<'a>(p: &mut Parser<'a>) -> Result<Cell<'a>, String> {
+/// A value that `depth` objects and arrays enclose, as a cell: scalars kept, objects and
+/// arrays validated and named.
+pub(super) fn value_at<'a>(p: &mut Parser<'a>, depth: usize) -> Result<Cell<'a>, String> {
     Ok(match p.peek() {
         Some(b'"') => Cell::Str(p.string()?),
         Some(b'-' | b'0'..=b'9') => {
@@ -242,11 +255,11 @@ pub(super) fn value<'a>(p: &mut Parser<'a>) -> Result<Cell<'a>, String> {
             Cell::Null
         }
         Some(b'{') => {
-            p.skip_value(1)?;
+            p.skip_value(depth)?;
             Cell::Nested("object")
         }
         Some(b'[') => {
-            p.skip_value(1)?;
+            p.skip_value(depth)?;
             Cell::Nested("array")
         }
         None => return Err(p.error("EOF while parsing a value")),
@@ -260,8 +273,22 @@ mod tests {
 
     use super::*;
 
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    /// Top-level field names, and the tree a picker reads them with.
+    struct Names {
+        list: Vec<String>,
+        tree: FieldTree,
+    }
+
+    impl std::ops::Deref for Names {
+        type Target = [String];
+        fn deref(&self) -> &[String] {
+            &self.list
+        }
+    }
+
+    fn names(list: &[&str]) -> Names {
+        let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+        Names { tree: FieldTree::flat(&list), list }
     }
 
     /// What serde_json makes of the same line: valid or not, and the same named values.
@@ -286,9 +313,10 @@ mod tests {
 
     /// Picks with a fresh picker on every kernel this CPU runs; they must agree.
     fn pick_fields<'a>(line: &'a str, names: &[String], cells: &mut [Cell<'a>]) -> Result<(), String> {
+        let tree = FieldTree::flat(names);
         let mut results = Kernel::available().into_iter().map(|kernel| {
             let mut picked = cells.to_vec();
-            let result = FieldPicker::with_kernel(names, kernel).pick(line, &mut picked);
+            let result = FieldPicker::with_kernel(&tree, kernel).pick(line, &mut picked);
             (result, picked)
         });
         let (result, picked) = results.next().expect("the portable kernel");
@@ -308,7 +336,7 @@ mod tests {
     /// The named cells when it is valid.
     fn decode_line(picker: &mut FieldPicker, line: &[u8], last: bool) -> Option<Vec<Cell<'static>>> {
         let chunk = if last { line.to_vec() } else { [line, b"\n", NEXT_LINE].concat() };
-        let mut cells = vec![Cell::Missing; picker.names.len()];
+        let mut cells = vec![Cell::Missing; picker.tree.cells()];
         let picked = match picker.read_raw(&chunk, 0, &mut cells) {
             Some(end) => {
                 // Before a last `\r`, as the decoder cuts lines.
@@ -408,7 +436,7 @@ mod tests {
         let alphabet = b"{}[]\",:\\ 0-1eE.tfnu\tabcz";
         let names = names(&["a", "b", "c"]);
         for kernel in Kernel::available() {
-            let mut shared = FieldPicker::with_kernel(&names, kernel);
+            let mut shared = FieldPicker::with_kernel(&names.tree, kernel);
             for i in 0..bytes.len() {
                 for &r in alphabet {
                     let mut m = bytes.to_vec();
@@ -443,7 +471,7 @@ mod tests {
                 assert_eq!(decode_line(picker, line.as_bytes(), false), reference(line, &names));
             };
             for kernel in Kernel::available() {
-                let mut picker = FieldPicker::with_kernel(&names, kernel);
+                let mut picker = FieldPicker::with_kernel(&names.tree, kernel);
                 agree(line.as_bytes(), &mut picker);
                 if raw && kernel == Kernel::Avx2 {
                     // The line is read raw by its own shape, and so are its mutations.
@@ -533,7 +561,7 @@ mod tests {
             for second in lines {
                 for kernel in Kernel::available() {
                     let names = names(&["a", "b", "c"]);
-                    let mut picker = FieldPicker::with_kernel(&names, kernel);
+                    let mut picker = FieldPicker::with_kernel(&names.tree, kernel);
                     check_with(&mut picker, first);
                     check_with(&mut picker, second);
                 }
@@ -555,7 +583,7 @@ mod tests {
                         for end in [&b""[..], b"x", b" ", b"\r"] {
                             let line = [&br#"{"a":""#[..], a, br#"","z":""#, z, br#"","b":1,"c":""#, c, br#""}"#, end].concat();
                             for last in [false, true] {
-                                let mut picker = FieldPicker::with_kernel(&names, kernel);
+                                let mut picker = FieldPicker::with_kernel(&names.tree, kernel);
                                 let plain = br#"{"a":"x","z":"y","b":1,"c":"q"}"#;
                                 assert!(decode_line(&mut picker, plain, false).is_some());
                                 let want = reference_bytes(line.strip_suffix(b"\r").unwrap_or(&line), &names);
@@ -585,7 +613,7 @@ mod tests {
         ];
         let chunks: Vec<Vec<u8>> = lines.iter().map(|l| [l.as_bytes(), b"\n", NEXT_LINE].concat()).collect();
         for kernel in Kernel::available() {
-            let mut picker = FieldPicker::with_kernel(&names, kernel);
+            let mut picker = FieldPicker::with_kernel(&names.tree, kernel);
             let mut cells = vec![Cell::Missing; 3];
             let mut raw = 0;
             for (line, chunk) in lines.iter().zip(&chunks).cycle().take(4 * lines.len()) {
@@ -608,7 +636,7 @@ mod tests {
     #[test]
     fn many_shapes_in_turn_are_read_right() {
         let names = names(&["a", "b", "c"]);
-        let mut picker = FieldPicker::new(&names);
+        let mut picker = FieldPicker::new(&names.tree);
         // As many shapes as are kept, then more (the least recent fall out), then as many.
         let lines: Vec<String> = (0..4)
             .flat_map(|round| {
@@ -628,7 +656,7 @@ mod tests {
         // it reuses without clearing them when the shape is the last line's.
         let chunks: Vec<Vec<u8>> = lines.iter().map(|l| [l.as_bytes(), b"\n", NEXT_LINE].concat()).collect();
         for kernel in Kernel::available() {
-            let mut picker = FieldPicker::with_kernel(&names, kernel);
+            let mut picker = FieldPicker::with_kernel(&names.tree, kernel);
             let mut cells = vec![Cell::Missing; 3];
             for (line, chunk) in lines.iter().zip(&chunks) {
                 if picker.read_raw(chunk, 0, &mut cells).is_none() {
@@ -644,7 +672,7 @@ mod tests {
     #[test]
     fn shapes_pause_while_no_line_fits_them_and_come_back() {
         let names = names(&["a", "b", "c"]);
-        let mut picker = FieldPicker::new(&names);
+        let mut picker = FieldPicker::new(&names.tree);
         let keys = [r#""a":"x""#, r#""b":1"#, r#""c":null"#, r#""z":[2]"#];
         let mut paused = false;
         for i in 0..2_000 {
@@ -691,7 +719,7 @@ mod tests {
     #[test]
     fn nesting_is_limited_where_serde_json_limits_it() {
         let names = names(&["a", "b", "c"]);
-        let mut shared = FieldPicker::new(&names);
+        let mut shared = FieldPicker::new(&names.tree);
         for depth in 120..=135 {
             let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
             let objects = format!("{}1{}", "{\"k\":".repeat(depth), "}".repeat(depth));

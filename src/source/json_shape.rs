@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::json_fields::value;
+use super::json_tree::{FieldTree, NODE};
 use super::layout::Cell;
 #[cfg(target_arch = "x86_64")]
 use crate::json_scan::avx2;
@@ -97,7 +97,7 @@ impl RawStep {
 impl Step {
     /// Reads the value from where the parser stands (after `before`); false if it is not one.
     #[inline(always)]
-    fn read_value<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
+    fn read_value<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], tree: &FieldTree) -> bool {
         let read = match (self.string, self.slot) {
             // Most strings have nothing escaped: taken as they stand, without a `Result`.
             (true, slot) => match p.plain_string() {
@@ -112,7 +112,7 @@ impl Step {
                     None => p.skip_string_body(),
                 },
             },
-            (false, Some(i)) => value(p).map(|v| cells[i] = v),
+            (false, Some(i)) => tree.read(i, p, cells),
             (false, None) => p.skip_value(1),
         };
         read.is_ok()
@@ -122,13 +122,13 @@ impl Step {
 impl Shape {
     /// Reads a line of this shape from the parser's start, filling the named cells; false
     /// when the line has another shape (or is invalid), with cells possibly half filled.
-    pub fn read<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
+    pub fn read<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], tree: &FieldTree) -> bool {
         #[cfg(target_arch = "x86_64")]
         if p.kernel() == crate::json_scan::Kernel::Avx2 {
             // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
-            return unsafe { self.read_avx2(p, cells) };
+            return unsafe { self.read_avx2(p, cells, tree) };
         }
-        self.read_with(p, cells)
+        self.read_with(p, cells, tree)
     }
 
     /// `read` compiled for AVX2, so that the string scans inline into its loop.
@@ -137,14 +137,14 @@ impl Shape {
     /// The CPU must have AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn read_avx2<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
-        self.read_with(p, cells)
+    unsafe fn read_avx2<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], tree: &FieldTree) -> bool {
+        self.read_with(p, cells, tree)
     }
 
     #[inline(always)]
-    fn read_with<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> bool {
+    fn read_with<'a>(&self, p: &mut Parser<'a>, cells: &mut [Cell<'a>], tree: &FieldTree) -> bool {
         for step in &self.steps {
-            if !(p.expect(&step.before) && step.read_value(p, cells)) {
+            if !(p.expect(&step.before) && step.read_value(p, cells, tree)) {
                 return false;
             }
         }
@@ -336,7 +336,10 @@ impl Default for ShapeRecorder {
 impl ShapeRecorder {
     /// A value of `line` starts at `start` and fills `slot`.
     pub fn value_at(&mut self, line: &[u8], start: usize, slot: Option<usize>) {
-        let string = line.get(start) == Some(&b'"');
+        // A node's value is walked whole, whatever it is; a line holding one is not read raw.
+        let node = slot.is_some_and(|s| s >= NODE);
+        let string = line.get(start) == Some(&b'"') && !node;
+        self.raw &= !node;
         let end = if string { start + 1 } else { start };
         self.steps.push(Step { before: line[self.mark..end].to_vec(), string, slot });
         self.mark = end;

@@ -13,6 +13,7 @@ use memmap2::Mmap;
 use anyhow::{Context, Result};
 
 use super::json_fields::FieldPicker;
+use super::json_tree::FieldTree;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::{Compression, Input, Piece};
 use super::layout::Cell;
@@ -34,6 +35,11 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
     if compression == Compression::None {
         if let Some(mapped) = opener.map(&input.location)? {
             if sniffed(compression, &mapped.map) == Compression::None {
+                if super::document::is_document(&mapped.map[..mapped.map.len().min(DOCUMENT_HEAD)]) {
+                    if let Some(lines) = super::document::to_lines(&mapped.map) {
+                        return Ok(Chunks::new(Box::new(io::Cursor::new(lines)), CHUNK_BYTES, &input.display));
+                    }
+                }
                 return Ok(Chunks::mapped(mapped, CHUNK_BYTES, WINDOW_BYTES, ReadMode::from_env(), &input.display));
             }
         }
@@ -46,8 +52,25 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(peek)),
         Compression::Zstd => Box::new(zstd::Decoder::with_buffer(peek).with_context(|| format!("{}: not a zstd stream", input.display))?),
     };
-    Ok(Chunks::new(reader, CHUNK_BYTES, &input.display))
+    let mut reader = BufReader::with_capacity(DOCUMENT_HEAD, reader);
+    let head = reader.fill_buf().with_context(|| format!("{}: cannot read", input.display))?;
+    if super::document::is_document(head) {
+        let mut text = Vec::new();
+        reader.read_to_end(&mut text).with_context(|| format!("{}: read error", input.display))?;
+        let lines = super::document::to_lines(&text).unwrap_or(text);
+        return Ok(Chunks::new(Box::new(io::Cursor::new(lines)), CHUNK_BYTES, &input.display));
+    }
+    Ok(Chunks::new(Box::new(reader), CHUNK_BYTES, &input.display))
 }
+
+/// The lines of an aligned S3-sink chunk's files, put together (see `aligned`).
+pub(super) fn aligned_chunks(storage: &crate::storage::Storage, input: &Input) -> Result<Chunks> {
+    let lines = super::aligned::json_lines(storage, input)?;
+    Ok(Chunks::new(Box::new(io::Cursor::new(lines)), CHUNK_BYTES, &input.display))
+}
+
+/// How much of a stream's start tells a JSON document from JSON lines.
+const DOCUMENT_HEAD: usize = 64 << 10;
 
 /// The compression a stream is in: as its name says, or when the name says nothing, as its
 /// first bytes say.
@@ -75,7 +98,7 @@ pub(super) struct LineDecoder<'r> {
 
 impl<'r> LineDecoder<'r> {
     pub fn new(rows: &'r Rows<'r>) -> LineDecoder<'r> {
-        let picker = FieldPicker::new(&rows.layout.columns);
+        let picker = FieldPicker::new(rows.layout.tree());
         LineDecoder { rows, picker, key: Vec::with_capacity(128), dates: DateCache::default(), tally: PieceTally::default() }
     }
 
@@ -94,7 +117,7 @@ impl<'r> LineDecoder<'r> {
                     // SAFETY: a line `read_raw` reads is valid UTF-8 (see `Shape::read_raw`).
                     let text = unsafe { std::str::from_utf8_unchecked(&bytes[at..end]) };
                     let newline = if bytes.get(end) == Some(&b'\r') { 2 } else { 1 };
-                    (Ok(text), (end + newline).min(bytes.len()))
+                    (Ok(Line::Text(text)), (end + newline).min(bytes.len()))
                 }
                 None => match read_full(bytes, at, picker, &mut cells) {
                     (Some(parsed), next) => (parsed, next),
@@ -107,29 +130,49 @@ impl<'r> LineDecoder<'r> {
             at = next;
             let line_no = tally.lines;
             match parsed {
-                Ok(text) => rows.take(&cells, key, dates, line_no, tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text.trim_ascii()) })),
+                Ok(Line::Text(text)) => {
+                    let text = text.trim_ascii();
+                    rows.take(&cells, key, dates, line_no, Some(text.as_bytes()), tally, |key, facts| accept(FullRow { key, facts, record: Record::Text(text), aligned: rows.aligned }))
+                }
+                Ok(Line::Bytes(line)) => {
+                    let line = line.trim_ascii();
+                    rows.take(&cells, key, dates, line_no, Some(line), tally, |key, facts| accept(FullRow { key, facts, record: Record::Bytes(line), aligned: rows.aligned }))
+                }
                 Err(reason) => tally.reject(line_no, reason),
             }
         }
     }
 }
 
+/// A line read: UTF-8 text, or bytes that are not (kcat writes binary payloads raw), whose
+/// kept strings are.
+enum Line<'a> {
+    Text(&'a str),
+    Bytes(&'a [u8]),
+}
+
 /// The line at `at`, cut at its newline, checked as UTF-8 and parsed: its text or why it is
 /// rejected (None for a blank line), and where the next starts. Apart from `decode`'s loop:
 /// most lines are read raw.
 #[cold]
-fn read_full<'a>(bytes: &'a [u8], at: usize, picker: &mut FieldPicker, cells: &mut [Cell<'a>]) -> (Option<Result<&'a str, String>>, usize) {
+fn read_full<'a>(bytes: &'a [u8], at: usize, picker: &mut FieldPicker, cells: &mut [Cell<'a>]) -> (Option<Result<Line<'a>, String>>, usize) {
     let (line, next) = line_at(bytes, at);
     if line.iter().all(u8::is_ascii_whitespace) {
         return (None, next);
     }
-    (Some(parse_line(line, picker, cells)), next)
+    let parsed = match simdutf8::basic::from_utf8(line) {
+        Ok(text) => picker.pick(text, cells).map(|()| Line::Text(text)),
+        // Invalid UTF-8 in a field the profile does not read never rejects the line.
+        Err(_) => picker.pick_bytes(line, cells).map(|()| Line::Bytes(line)),
+    };
+    (Some(parsed), next)
 }
 
 /// Checks one chunk's lines as JSON objects for SQL, passing each valid line to `valid`; the
 /// rest are counted and named in the tally.
 pub(super) fn check_objects(bytes: &[u8], mut valid: impl FnMut(&[u8])) -> PieceTally {
-    let mut picker = FieldPicker::new(&[]);
+    let tree = FieldTree::default();
+    let mut picker = FieldPicker::new(&tree);
     let mut tally = PieceTally::default();
     tally.lines = for_each_line(bytes, |line_no, line| match parse_line(line, &mut picker, &mut []) {
         Ok(_) => {
@@ -435,8 +478,8 @@ impl ChunkReader {
 mod tests {
     use super::*;
 
-    fn names(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn names(list: &[&str]) -> FieldTree {
+        FieldTree::flat(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     }
 
     #[test]
@@ -459,11 +502,13 @@ mod tests {
 
     /// A chunk whose lines are read raw (by the shape of the lines before) and in full, in
     /// turn: every line counted at its number, blank lines and `\r\n` cut as the line cutter
-    /// cuts them, bad lines named, and the rows those of a line-by-line serde_json reading.
+    /// cuts them, bad lines named, and the rows those of a line-by-line serde_json reading (a
+    /// line with invalid UTF-8 in a field the profile does not read is accepted, its record
+    /// kept byte for byte; serde_json reads it with the bad byte replaced).
     #[test]
     fn a_chunk_decodes_alike_whether_its_lines_are_read_raw_or_in_full() {
         let layout = super::super::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
-        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None } };
+        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None }, partition: &[], aligned: false };
         let line = |id: usize, store: &str, reason: &str, attempts: &str| {
             format!(r#"{{"capture_id":"cap-{id}","store_id":"{store}","stage":"inference","reject_reason":"{reason}","registry_revision":"det-v8.0","capture_timestamp":"2026-10-21T11:29:24Z","attempts":{attempts}}}"#).into_bytes()
         };
@@ -491,8 +536,12 @@ mod tests {
         let mut got = Vec::new();
         let mut decoder = LineDecoder::new(&rows);
         decoder.decode(&chunk, &mut |row: FullRow| {
-            let Record::Text(text) = row.record else { unreachable!() };
-            got.push((row.facts.id.into_owned(), row.facts.attempts, text.to_string()));
+            let text = match row.record {
+                Record::Text(text) => text.as_bytes().to_vec(),
+                Record::Bytes(bytes) => bytes.to_vec(),
+                _ => unreachable!(),
+            };
+            got.push((row.facts.id.into_owned(), row.facts.attempts, text));
         });
         let tally = decoder.tally;
         let (mut want, mut bad) = (Vec::new(), Vec::new());
@@ -501,8 +550,8 @@ mod tests {
             if l.trim_ascii().is_empty() {
                 continue;
             }
-            match serde_json::from_slice::<serde_json::Value>(l) {
-                Ok(v) => want.push((v["capture_id"].as_str().unwrap().to_string(), v["attempts"].as_f64().unwrap() as i64, String::from_utf8(l.trim_ascii().to_vec()).unwrap())),
+            match serde_json::from_str::<serde_json::Value>(&String::from_utf8_lossy(l)) {
+                Ok(v) => want.push((v["capture_id"].as_str().unwrap().to_string(), v["attempts"].as_f64().unwrap() as i64, l.trim_ascii().to_vec())),
                 Err(_) => bad.push(n as u64 + 1),
             }
         }
@@ -511,6 +560,7 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!((tally.accepted, tally.rejected), (want.len() as u64, bad.len() as u64));
         assert!(want.len() > 30 && bad.len() > 10);
+        assert!(got.iter().any(|(_, _, text)| std::str::from_utf8(text).is_err()), "a line with an invalid byte was accepted");
     }
 
     /// A chunk copied out a window at a time (windows shorter than a line, about two lines,
@@ -519,7 +569,7 @@ mod tests {
     #[test]
     fn a_chunk_read_in_windows_decodes_as_the_whole_chunk() {
         let layout = super::super::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
-        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None } };
+        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None }, partition: &[], aligned: false };
         let mut text = BOM.to_vec();
         for i in 0..3000 {
             let store = if i % 50 == 33 { "s".repeat(3000) } else { format!("store-{}", i % 7) };

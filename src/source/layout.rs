@@ -2,12 +2,15 @@
 //! attempts), or into a reject reason. Shared by every decoder, so all formats agree.
 
 use std::borrow::Cow;
-
 use std::sync::Arc;
 
+use serde_json::Value;
+
+use super::json_tree::FieldTree;
+use crate::path::{Decoded, FieldExpr, Root, Stage, Step};
 use crate::profile::classify::Classifier;
-use crate::profile::{CategorySource, FieldType, Normalizer, Profile};
-use crate::timestamp::{self, DateCache};
+use crate::profile::{CategorySource, FieldType, IdMissing, Normalizer, Profile};
+use crate::timestamp::{self, DateCache, TimeFormat};
 
 /// One field's value as a source read it, before the profile interprets it.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,7 +28,7 @@ pub enum Cell<'a> {
 }
 
 impl Cell<'_> {
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Cell::Missing => "missing",
             Cell::Null => "null",
@@ -37,7 +40,7 @@ impl Cell<'_> {
         }
     }
 
-    fn as_text(&self) -> Option<Cow<'_, str>> {
+    pub fn as_text(&self) -> Option<Cow<'_, str>> {
         match self {
             Cell::Str(s) => Some(Cow::Borrowed(s.as_ref())),
             Cell::Int(v) => Some(Cow::Owned(v.to_string())),
@@ -57,27 +60,70 @@ pub struct RowFacts<'a> {
     pub attempts: i64,
 }
 
+/// What a row is read with besides its cells: the input's hive partition folders and, when
+/// the profile may need a record's digest for its id, the record's JSON text.
+#[derive(Clone, Copy, Default)]
+pub struct RowContext<'r> {
+    pub partition: &'r [(String, String)],
+    pub record: Option<&'r [u8]>,
+}
+
+/// One role's field (`path::FieldExpr`) by where its alternatives are read: a leaf the source
+/// fills (then its stages), or a partition folder.
+#[derive(Clone, Debug)]
+struct FieldAt {
+    /// The expression's text, for messages.
+    name: String,
+    alternatives: Vec<AltAt>,
+}
+
+#[derive(Clone, Debug)]
+enum AltAt {
+    Leaf { leaf: usize, stages: Vec<Stage> },
+    Partition(Option<String>),
+}
+
+impl FieldAt {
+    /// The leaf a field is, when it is one path read as it is.
+    fn plain(&self) -> Option<usize> {
+        match self.alternatives.as_slice() {
+            [AltAt::Leaf { leaf, stages }] if stages.is_empty() => Some(*leaf),
+            _ => None,
+        }
+    }
+}
+
 struct Slot {
-    column: usize,
+    field: FieldAt,
     normalizer: Normalizer,
     /// The normaliser runs on every row, not once per distinct value after grouping. Kept
     /// rather than asked of `normalizer` on every row: that costs 0.8% of rank's instructions.
     per_row: bool,
     required: bool,
     field_type: FieldType,
-    /// Columns of the error type and message, for a category normaliser.
-    aux: Option<(usize, usize)>,
+    /// The error type and message, for a category normaliser.
+    aux: Option<(FieldAt, FieldAt)>,
 }
 
-/// The columns a source must read for a profile, and how to interpret them.
+/// The values a source must read for a profile (leaves: paths into the records), and how to
+/// interpret them.
 pub struct Layout {
+    /// Each leaf's path as text (a top-level leaf: the field's name), for messages and for
+    /// sources that read top-level columns.
     pub columns: Vec<String>,
-    id: usize,
+    /// Each leaf's path from the record's top.
+    pub leaves: Vec<Vec<Step>>,
+    /// The leaves as the JSON picker walks them.
+    tree: FieldTree,
+    id: Vec<FieldAt>,
+    id_missing: IdMissing,
     id_type: FieldType,
-    time: usize,
-    attempts: Option<usize>,
+    time: FieldAt,
+    time_format: TimeFormat,
+    attempts: Option<FieldAt>,
     slots: Vec<Slot>,
-    /// Where the fields are when no signature field is normalised per row (`direct_columns`).
+    /// Where the fields are when no signature field is normalised per row and every field is
+    /// a top-level leaf read as it is (`direct_columns`).
     direct: Option<DirectColumns>,
     classifier: Arc<Classifier>,
     category: CategoryAt,
@@ -91,24 +137,37 @@ enum CategoryAt {
 
 impl Layout {
     pub fn new(profile: &Profile) -> Layout {
-        let mut columns: Vec<String> = Vec::new();
-        let mut col = |name: &str| match columns.iter().position(|c| c == name) {
-            Some(i) => i,
-            None => {
-                columns.push(name.to_string());
-                columns.len() - 1
-            }
+        let mut leaves: Vec<Vec<Step>> = Vec::new();
+        let mut field = |expr: &FieldExpr| FieldAt {
+            name: expr.text.clone(),
+            alternatives: expr
+                .alternatives
+                .iter()
+                .map(|a| match &a.root {
+                    Root::Partition(name) => AltAt::Partition(name.clone()),
+                    Root::Record => {
+                        let leaf = match leaves.iter().position(|l| *l == a.path) {
+                            Some(i) => i,
+                            None => {
+                                leaves.push(a.path.clone());
+                                leaves.len() - 1
+                            }
+                        };
+                        AltAt::Leaf { leaf, stages: a.stages.clone() }
+                    }
+                })
+                .collect(),
         };
-        let id = col(&profile.id_field);
-        let time = col(&profile.time_field);
-        let attempts = profile.attempts_field.as_deref().map(&mut col);
+        let id: Vec<FieldAt> = profile.id.parts.iter().map(&mut field).collect();
+        let time = field(&profile.time);
+        let attempts = profile.attempts.as_ref().map(&mut field);
         let slots: Vec<Slot> = profile
             .signature
             .iter()
             .map(|s| Slot {
-                column: col(&s.field),
+                field: field(&s.expr),
                 aux: match &s.normalizer {
-                    Normalizer::Category { type_field, message_field } => Some((col(type_field), col(message_field))),
+                    Normalizer::Category { type_field, message_field } => Some((field(type_field), field(message_field))),
                     _ => None,
                 },
                 normalizer: s.normalizer.clone(),
@@ -125,60 +184,108 @@ impl Layout {
                 message: position(message_field).expect("category message field is a signature field"),
             },
         };
-        // Every signature field normalised after grouping: rows can be read from where the
-        // fields are (`direct_columns`).
-        let direct = (!slots.iter().any(|s| s.per_row)).then(|| DirectColumns { id, time, attempts, signature: slots.iter().map(|s| s.column).collect() });
-        Layout { columns, id, id_type: profile.id_type, time, attempts, slots, direct, classifier: profile.classifier.clone(), category }
+        let columns: Vec<String> = leaves.iter().map(|path| path_text(path)).collect();
+        // Every signature field normalised after grouping, every field one top-level leaf, the
+        // time RFC 3339: rows can be read from where the fields are (`direct_columns`).
+        let top = |f: &FieldAt| f.plain().filter(|&leaf| leaves[leaf].len() == 1);
+        let direct = (|| {
+            if slots.iter().any(|s| s.per_row) || profile.time_format != TimeFormat::Rfc3339 || profile.id.missing != IdMissing::Reject {
+                return None;
+            }
+            let [id] = id.as_slice() else { return None };
+            let attempts = match &attempts {
+                Some(a) => Some(top(a)?),
+                None => None,
+            };
+            Some(DirectColumns { id: top(id)?, time: top(&time)?, attempts, signature: slots.iter().map(|s| top(&s.field)).collect::<Option<_>>()? })
+        })();
+        Layout {
+            columns,
+            tree: FieldTree::new(&leaves),
+            leaves,
+            id,
+            id_missing: profile.id.missing,
+            id_type: profile.id_type,
+            time,
+            time_format: profile.time_format,
+            attempts,
+            slots,
+            direct,
+            classifier: profile.classifier.clone(),
+            category,
+        }
+    }
+
+    /// The leaves as the JSON picker walks them.
+    pub fn tree(&self) -> &FieldTree {
+        &self.tree
+    }
+
+    /// Whether every leaf is a top-level field (sources then read columns by name alone).
+    pub fn flat(&self) -> bool {
+        self.leaves.iter().all(|l| matches!(l.as_slice(), [Step::Key(_)]))
+    }
+
+    /// The top-level fields the leaves start at, each once, in leaf order.
+    pub fn roots(&self) -> Vec<String> {
+        let mut roots: Vec<String> = Vec::new();
+        for leaf in &self.leaves {
+            if let Some(Step::Key(name)) = leaf.first() {
+                if !roots.contains(name) {
+                    roots.push(name.clone());
+                }
+            }
+        }
+        roots
+    }
+
+    /// Whether a row's id may be its record's digest (sources then hand over the record).
+    pub fn needs_record(&self) -> bool {
+        self.id_missing == IdMissing::Digest
     }
 
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones
     /// deferred to `finish_signature`) and returns the row's facts, or why it is rejected.
     /// `dates` are those the caller's rows met so far (a reader keeps one cache for a piece).
-    pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache) -> Result<RowFacts<'a>, String> {
+    pub fn extract<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache, context: &RowContext) -> Result<RowFacts<'a>, String> {
         if let Some(facts) = self.direct.as_ref().and_then(|direct| extract_plain(direct, cells, key, dates)) {
             return Ok(facts);
         }
-        self.extract_any(cells, key, dates)
+        self.extract_any(cells, key, dates, context)
     }
 
     /// `extract` for any row.
     #[inline(never)]
-    fn extract_any<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache) -> Result<RowFacts<'a>, String> {
+    fn extract_any<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache, context: &RowContext) -> Result<RowFacts<'a>, String> {
         key.clear();
         for slot in &self.slots {
-            match &cells[slot.column] {
+            let cell = match resolve(&slot.field, cells, context) {
+                Ok(cell) => cell,
+                // An optional field that cannot be decoded reads as absent.
+                Err(_) if !slot.required => Cell::Missing,
+                Err(reason) => return Err(reason),
+            };
+            match &cell {
                 // Most rows: a string kept as it is until grouping.
                 Cell::Str(text) if !slot.per_row => push_part(key, text),
-                _ => self.signature_part(slot, cells, key)?,
+                _ => self.signature_part(slot, &cell, cells, context, key)?,
             }
         }
-        let id = match &cells[self.id] {
-            Cell::Str(text) => Cow::Borrowed(text.as_ref()),
-            other => {
-                let id_name = &self.columns[self.id];
-                text_of(other, self.id_type, id_name)?.ok_or_else(|| absent(id_name, other))?
-            }
-        };
-        let time_name = &self.columns[self.time];
-        let time = match &cells[self.time] {
-            Cell::Time(v) => *v,
-            Cell::Str(s) => dates.parse(s).ok_or_else(|| format!("field `{time_name}`: invalid timestamp {}", quote(s)))?,
-            absent_value @ (Cell::Missing | Cell::Null) => return Err(absent(time_name, absent_value)),
-            other => return Err(format!("field `{time_name}`: expected an RFC 3339 timestamp, got {}", other.kind())),
-        };
-        let attempts = match self.attempts {
+        let id = self.id(cells, context)?;
+        let time = self.time(cells, dates, context)?;
+        let attempts = match &self.attempts {
             None => 0,
-            Some(col) => match &cells[col] {
+            Some(field) => match resolve(field, cells, context)? {
                 Cell::Missing | Cell::Null => 0,
-                Cell::Int(v) => *v,
-                Cell::Float(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => *v as i64,
+                Cell::Int(v) => v,
+                Cell::Float(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => v as i64,
                 Cell::Str(s) if s.trim().parse::<i64>().is_ok() => s.trim().parse().unwrap(),
                 other => {
                     return Err(format!(
                         "field `{}`: expected an integer, got {}",
-                        self.columns[col],
+                        field.name,
                         match other {
-                            Cell::Str(s) => format!("string {}", quote(s)),
+                            Cell::Str(s) => format!("string {}", quote(&s)),
                             other => other.kind().to_string(),
                         }
                     ))
@@ -188,21 +295,56 @@ impl Layout {
         Ok(RowFacts { id, time, attempts })
     }
 
+    /// A row's id: its one field, its parts joined with `/`, or its record's digest.
+    fn id<'a>(&self, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cow<'a, str>, String> {
+        let mut parts = Vec::with_capacity(self.id.len());
+        for field in &self.id {
+            match into_text(resolve(field, cells, context)?, self.id_type, &field.name)? {
+                Ok(text) => parts.push(text),
+                Err(_) if self.id_missing == IdMissing::Digest => return Ok(Cow::Owned(record_digest(context))),
+                Err(cell) => return Err(absent(&field.name, &cell)),
+            }
+        }
+        match parts.len() {
+            0 => Ok(Cow::Owned(record_digest(context))),
+            1 => Ok(parts.pop().expect("one part")),
+            _ => Ok(Cow::Owned(parts.join("/"))),
+        }
+    }
+
+    /// A row's time, as its field and the profile's time format say.
+    fn time(&self, cells: &[Cell], dates: &mut DateCache, context: &RowContext) -> Result<i64, String> {
+        let name = &self.time.name;
+        let format = self.time_format;
+        match resolve(&self.time, cells, context)? {
+            Cell::Time(v) => Ok(v),
+            Cell::Str(s) if format == TimeFormat::Rfc3339 => {
+                dates.parse(&s).or_else(|| format.parse_text(&s)).ok_or_else(|| format!("field `{name}`: invalid timestamp {}", quote(&s)))
+            }
+            Cell::Str(s) => format.parse_text(&s).ok_or_else(|| format!("field `{name}`: invalid {} time {}", format.name(), quote(&s))),
+            Cell::Int(v) if format != TimeFormat::Rfc3339 => format.from_int(v).ok_or_else(|| format!("field `{name}`: {v} is out of range as {}", format.name())),
+            Cell::Float(v) if format != TimeFormat::Rfc3339 => format.from_float(v).ok_or_else(|| format!("field `{name}`: {v} is out of range as {}", format.name())),
+            absent_value @ (Cell::Missing | Cell::Null) => Err(absent(name, &absent_value)),
+            Cell::Int(_) | Cell::Float(_) => {
+                Err(format!("field `{name}`: expected an RFC 3339 timestamp, got number (a profile reads epoch numbers with time_format = \"epoch_s\", \"epoch_ms\", \"epoch_us\" or \"epoch_ns\")"))
+            }
+            other => Err(format!("field `{name}`: expected an RFC 3339 timestamp, got {}", other.kind())),
+        }
+    }
+
     /// One signature part of a row that is not a string kept as it is: normalised now, taken
     /// from a number, or why the row is rejected.
-    fn signature_part(&self, slot: &Slot, cells: &[Cell], key: &mut Vec<u8>) -> Result<(), String> {
-        let cell = &cells[slot.column];
-        let name = &self.columns[slot.column];
+    fn signature_part(&self, slot: &Slot, cell: &Cell, cells: &[Cell], context: &RowContext, key: &mut Vec<u8>) -> Result<(), String> {
+        let name = &slot.field.name;
         match &slot.normalizer {
             Normalizer::Category { .. } => {
                 let given = text_of(cell, slot.field_type, name)?.filter(|t| !t.trim().is_empty());
                 let value = match given {
                     Some(t) => t.trim().to_lowercase(),
                     None => {
-                        let (ty, msg) = slot.aux.expect("category slot has aux columns");
-                        let ty = cells[ty].as_text().unwrap_or_default();
-                        let msg = cells[msg].as_text().unwrap_or_default();
-                        self.classifier.classify(&ty, &msg).to_string()
+                        let (ty, msg) = slot.aux.as_ref().expect("category slot has aux fields");
+                        let text = |f: &FieldAt| resolve(f, cells, context).ok().and_then(|c| c.as_text().map(Cow::into_owned)).unwrap_or_default();
+                        self.classifier.classify(&text(ty), &text(msg)).to_string()
                     }
                 };
                 push_part(key, &value);
@@ -253,6 +395,111 @@ impl Layout {
     pub fn finish_part(&self, index: usize, raw: &str) -> String {
         let normalizer = &self.slots[index].normalizer;
         if normalizer.is_per_row() { raw.to_string() } else { normalizer.apply(raw) }
+    }
+}
+
+/// A path as a profile writes it: names joined with `.`, quoted where they must be.
+pub fn path_text(path: &[Step]) -> String {
+    let mut text = String::new();
+    for (i, step) in path.iter().enumerate() {
+        match step {
+            Step::Key(name) => {
+                if i > 0 {
+                    text.push('.');
+                }
+                let bare = !name.is_empty() && !name.bytes().any(|b| matches!(b, b'.' | b'[' | b']' | b'|' | b'"' | b'/') || b.is_ascii_whitespace());
+                if bare && !(i == 0 && name.starts_with('$')) {
+                    text.push_str(name);
+                } else {
+                    text.push_str(&serde_json::to_string(name).expect("strings serialise"));
+                }
+            }
+            Step::Index(n) => text.push_str(&format!("[{n}]")),
+        }
+    }
+    text
+}
+
+/// `text_of` for a cell given away: its text, or the absent cell back.
+fn into_text<'a>(cell: Cell<'a>, field_type: FieldType, name: &str) -> Result<Result<Cow<'a, str>, Cell<'a>>, String> {
+    match cell {
+        Cell::Str(s) => Ok(Ok(s)),
+        absent @ (Cell::Missing | Cell::Null) => Ok(Err(absent)),
+        other => text_of(&other, field_type, name).map(|t| Ok(Cow::Owned(t.expect("present").into_owned()))),
+    }
+}
+
+/// `sha256:` and the first 16 hex digits of the SHA-256 of the row's record.
+fn record_digest(context: &RowContext) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(context.record.unwrap_or_default());
+    format!("sha256:{}", &crate::manifest::hex(&digest)[..16])
+}
+
+/// A field's value in a row: the first alternative present and not null, decoded by its
+/// stages. Err: a decoding the profile asked for failed.
+fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cell<'a>, String> {
+    let mut last = Cell::Missing;
+    let mut failed = None;
+    for alternative in &field.alternatives {
+        let cell = match alternative {
+            AltAt::Leaf { leaf, stages } if stages.is_empty() => reborrow(&cells[*leaf]),
+            AltAt::Leaf { leaf, stages } => match decode_cell(&cells[*leaf], stages) {
+                Ok(cell) => cell,
+                Err(e) => {
+                    failed = Some(format!("field `{}`: {e}", field.name));
+                    continue;
+                }
+            },
+            AltAt::Partition(Some(name)) => match context.partition.iter().rev().find(|(k, _)| k == name) {
+                Some((_, v)) => Cell::Str(Cow::Owned(v.clone())),
+                None => Cell::Missing,
+            },
+            AltAt::Partition(None) => crate::timestamp::partition_time(context.partition).map_or(Cell::Missing, Cell::Time),
+        };
+        match cell {
+            Cell::Missing | Cell::Null => last = cell,
+            found => return Ok(found),
+        }
+    }
+    match failed {
+        Some(e) if matches!(last, Cell::Missing) => Err(e),
+        _ => Ok(last),
+    }
+}
+
+/// A cell seen again, its text borrowed from it.
+fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
+    match cell {
+        Cell::Str(s) => Cell::Str(Cow::Borrowed(s.as_ref())),
+        Cell::Missing => Cell::Missing,
+        Cell::Null => Cell::Null,
+        Cell::Int(v) => Cell::Int(*v),
+        Cell::Float(v) => Cell::Float(*v),
+        Cell::Bool(v) => Cell::Bool(*v),
+        Cell::Time(v) => Cell::Time(*v),
+        Cell::Nested(kind) => Cell::Nested(kind),
+    }
+}
+
+/// A leaf's value through its stages (base64, JSON inside): a string in, a cell out.
+fn decode_cell(cell: &Cell, stages: &[Stage]) -> Result<Cell<'static>, String> {
+    let text = match cell {
+        Cell::Missing | Cell::Null => return Ok(Cell::Missing),
+        Cell::Str(s) => s,
+        other => return Err(format!("expected a string to decode, got {}", other.kind())),
+    };
+    match crate::path::decode(Decoded::Json(Value::String(text.to_string())), stages)? {
+        None => Ok(Cell::Missing),
+        Some(Decoded::Bytes(bytes)) => String::from_utf8(bytes).map(|s| Cell::Str(Cow::Owned(s))).map_err(|_| "decoded bytes are not UTF-8 text".to_string()),
+        Some(Decoded::Json(value)) => Ok(match value {
+            Value::Null => Cell::Null,
+            Value::Bool(b) => Cell::Bool(b),
+            Value::Number(n) => n.as_i64().map_or_else(|| Cell::Float(n.as_f64().unwrap_or(f64::NAN)), Cell::Int),
+            Value::String(s) => Cell::Str(Cow::Owned(s)),
+            Value::Array(_) => Cell::Nested("array"),
+            Value::Object(_) => Cell::Nested("object"),
+        }),
     }
 }
 
@@ -350,7 +597,7 @@ mod tests {
         assert_eq!(layout.columns, ["capture_id", "capture_timestamp", "attempts", "stage", "reject_reason", "registry_revision"]);
         let cells = vision_cells(Cell::Str("Inference".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(2));
         let mut key = Vec::new();
-        let facts = layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
+        let facts = layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap();
         assert_eq!(facts.id, "cap-1");
         assert_eq!(facts.attempts, 2);
         assert_eq!(split_parts(&key).collect::<Vec<_>>(), ["Inference", " Low_Confidence ", " det-v8 "]);
@@ -366,14 +613,14 @@ mod tests {
             (vision_cells(Cell::Missing, Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage` is missing"),
             (vision_cells(Cell::Nested("object"), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got object"),
             (vision_cells(Cell::Str("x".into()), Cell::Str("yesterday".into()), Cell::Int(0)), "field `capture_timestamp`: invalid timestamp \"yesterday\""),
-            (vision_cells(Cell::Str("x".into()), Cell::Int(5), Cell::Int(0)), "field `capture_timestamp`: expected an RFC 3339 timestamp, got number"),
+            (vision_cells(Cell::Str("x".into()), Cell::Int(5), Cell::Int(0)), "field `capture_timestamp`: expected an RFC 3339 timestamp, got number (a profile reads epoch numbers with time_format = \"epoch_s\", \"epoch_ms\", \"epoch_us\" or \"epoch_ns\")"),
             (vision_cells(Cell::Str("x".into()), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Str("three".into())), "field `attempts`: expected an integer, got string \"three\""),
             (vision_cells(Cell::Int(7), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got number"),
             (vision_cells(Cell::Bool(true), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got boolean"),
             (vision_cells(Cell::Float(0.5), Cell::Str("2026-10-01T00:00:00Z".into()), Cell::Int(0)), "field `stage`: expected a string, got number"),
         ];
         for (cells, reason) in cases {
-            assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), reason);
+            assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap_err(), reason);
         }
     }
 
@@ -383,17 +630,17 @@ mod tests {
         cells[0] = Cell::Int(42);
         let mut key = Vec::new();
         let layout = Layout::new(&Profile::load("vision").unwrap());
-        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), "field `capture_id`: expected a string, got number");
+        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap_err(), "field `capture_id`: expected a string, got number");
 
         let toml = "id = 'capture_id'\nid_type = 'scalar'\ntime = 'capture_timestamp'\nattempts = 'attempts'\n\
                     [[signature]]\nfield = 'stage'\ntype = 'scalar'\n[[signature]]\nfield = 'reject_reason'\n[[signature]]\nfield = 'registry_revision'\n";
         let layout = Layout::new(&crate::profile::from_toml(toml, "t.toml").unwrap());
         cells[3] = Cell::Int(7);
-        let facts = layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
+        let facts = layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap();
         assert_eq!(facts.id, "42");
         assert_eq!(split_parts(&key).next(), Some("7"));
         cells[4] = Cell::Int(7);
-        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), "field `reject_reason`: expected a string, got number");
+        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap_err(), "field `reject_reason`: expected a string, got number");
     }
 
     #[test]
@@ -401,8 +648,8 @@ mod tests {
         let layout = Layout::new(&Profile::load("vision").unwrap());
         let mut key = Vec::new();
         let t = || Cell::Str("2026-10-01T00:00:00Z".into());
-        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Missing), &mut key, &mut DateCache::default()).unwrap().attempts, 0);
-        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Str("3".into())), &mut key, &mut DateCache::default()).unwrap().attempts, 3);
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Missing), &mut key, &mut DateCache::default(), &RowContext::default()).unwrap().attempts, 0);
+        assert_eq!(layout.extract(&vision_cells(Cell::Str("x".into()), t(), Cell::Str("3".into())), &mut key, &mut DateCache::default(), &RowContext::default()).unwrap().attempts, 3);
     }
 
     /// Every row the plain reading takes gets from it what the general one gives: the same
@@ -427,7 +674,7 @@ mod tests {
         loop {
             let cells: Vec<Cell> = pick.iter().zip(&columns).map(|(&i, c)| c[i].clone()).collect();
             let (mut plain_key, mut any_key) = (b"stale".to_vec(), b"old".to_vec());
-            let general = layout.extract_any(&cells, &mut any_key, &mut DateCache::default());
+            let general = layout.extract_any(&cells, &mut any_key, &mut DateCache::default(), &RowContext::default());
             if let Some(facts) = extract_plain(plain, &cells, &mut plain_key, &mut DateCache::default()) {
                 let general = general.expect("a row read plainly is accepted");
                 assert_eq!((&facts.id, facts.time, facts.attempts, &plain_key), (&general.id, general.time, general.attempts, &any_key), "{cells:?}");
@@ -459,14 +706,14 @@ mod tests {
             Cell::Str("timed out after 30s talking to 10.0.0.7".into()),
         ];
         let mut key = Vec::new();
-        layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
+        layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap();
         assert_eq!(layout.finish_signature(&key), ["orders", "transient", "TimeoutError", "timed out after <*> talking to <*>"]);
         // Null means absent too; a number is not a category.
         let mut cells = cells;
         cells[4] = Cell::Null;
-        layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap();
+        layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap();
         assert_eq!(layout.finish_signature(&key)[1], "transient");
         cells[4] = Cell::Int(3);
-        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default()).unwrap_err(), "field `error_category`: expected a string, got number");
+        assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap_err(), "field `error_category`: expected a string, got number");
     }
 }

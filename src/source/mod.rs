@@ -3,8 +3,11 @@
 //! consumer through one of three drivers: `fold` (rank, trend, health), `records` (plan, in
 //! order) and `table` (query's raw records).
 
+mod aligned;
+mod document;
 pub mod json_fields;
 mod json_shape;
+pub mod json_tree;
 mod jsonl;
 pub mod layout;
 mod parquet;
@@ -13,6 +16,7 @@ mod parquet_late;
 mod first_times;
 mod parquet_pages;
 mod parquet_json;
+mod parquet_nested;
 mod rows;
 mod table;
 
@@ -63,6 +67,29 @@ pub struct Input {
     pub size: Option<u64>,
     /// S3 objects: the ETag when listed.
     pub etag: Option<String>,
+    /// The `.keys` and `.headers` files of an S3-sink chunk whose values file this is.
+    pub aligned: Option<aligned::Siblings>,
+}
+
+/// What rows are read with from their input besides their own bytes.
+#[derive(Default)]
+struct InputContext {
+    /// The hive partition folders the input lies in.
+    partition: Vec<(String, String)>,
+    /// The input is an aligned S3-sink chunk.
+    aligned: bool,
+}
+
+impl InputContext {
+    fn of(input: &Input) -> InputContext {
+        InputContext { partition: hive_folders(&input.display), aligned: input.aligned.is_some() }
+    }
+}
+
+/// The hive partition folders (`key=value`) a name lies in, outermost first.
+pub fn hive_folders(name: &str) -> Vec<(String, String)> {
+    let folders = name.rsplit_once('/').map_or("", |(dirs, _)| dirs);
+    folders.split('/').filter_map(|part| part.split_once('=')).filter(|(k, _)| !k.is_empty()).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 impl Input {
@@ -96,12 +123,13 @@ pub fn inputs(storage: &Storage, args: &[String]) -> Result<Vec<Input>> {
                 Location::File(p) => p.canonicalize().unwrap_or_else(|_| p.clone()).to_string_lossy().into_owned(),
                 _ => display.clone(),
             };
-            found.push((Input { display, location: object.location, format, size: object.size, etag: object.etag }, same));
+            found.push((Input { display, location: object.location, format, size: object.size, etag: object.etag, aligned: None }, same));
         }
     }
     found.sort_by(|a, b| a.0.display.cmp(&b.0.display).then_with(|| a.1.cmp(&b.1)));
     let mut seen = HashSet::new();
-    Ok(found.into_iter().filter(|(_, same)| seen.insert(same.clone())).map(|(input, _)| input).collect())
+    let unique = found.into_iter().filter(|(_, same)| seen.insert(same.clone())).map(|(input, _)| input).collect();
+    Ok(aligned::group(unique))
 }
 
 /// The format a file name implies: `.parquet`/`.pq`, `.jsonl`/`.ndjson`/`.json` with an
@@ -281,6 +309,70 @@ impl std::fmt::Display for Reject {
     }
 }
 
+/// Rejected rows counted by the kind of their reason (values, quoted text and positions taken
+/// out), each kind with its first reason, so that a run that accepts nothing can say why.
+#[derive(Clone, Debug, Default)]
+pub struct ReasonKinds(std::collections::HashMap<String, (u64, String)>);
+
+/// Kinds of reason told apart; past these, rejects are counted as one more kind.
+const REASON_KINDS: usize = 64;
+
+impl ReasonKinds {
+    pub fn add(&mut self, reason: &str, rows: u64) {
+        let mut kind = reason_kind(reason);
+        if self.0.len() >= REASON_KINDS && !self.0.contains_key(&kind) {
+            kind = "other reasons".into();
+        }
+        self.0.entry(kind).or_insert_with(|| (0, reason.to_string())).0 += rows;
+    }
+
+    pub fn merge(&mut self, other: ReasonKinds) {
+        for (kind, (rows, example)) in other.0 {
+            let entry = self.0.entry(kind).or_insert((0, example.clone()));
+            entry.0 += rows;
+            if example < entry.1 {
+                entry.1 = example;
+            }
+        }
+    }
+
+    /// The `n` most common kinds: an example reason of each and its rows, most rows first.
+    pub fn most_common(&self, n: usize) -> Vec<(&str, u64)> {
+        let mut kinds: Vec<(&str, u64, &str)> = self.0.iter().map(|(kind, (rows, example))| (example.as_str(), *rows, kind.as_str())).collect();
+        kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.2.cmp(b.2)));
+        kinds.into_iter().take(n).map(|(example, rows, _)| (example, rows)).collect()
+    }
+}
+
+/// A reason without what varies from row to row: quoted text, numbers.
+fn reason_kind(reason: &str) -> String {
+    let mut kind = String::with_capacity(reason.len());
+    let mut chars = reason.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                kind.push_str("\"…\"");
+                let mut escaped = false;
+                for c in chars.by_ref() {
+                    match c {
+                        '\\' if !escaped => escaped = true,
+                        '"' if !escaped => break,
+                        _ => escaped = false,
+                    }
+                }
+            }
+            c if c.is_ascii_digit() => {
+                kind.push('N');
+                while chars.peek().is_some_and(char::is_ascii_digit) {
+                    chars.next();
+                }
+            }
+            c => kind.push(c),
+        }
+    }
+    kind
+}
+
 /// Counts for a scan; `rejects` holds the first `NAMED_REJECTS` in input and line order.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -288,6 +380,8 @@ pub struct Tally {
     pub outside_window: u64,
     pub rejected: u64,
     pub rejects: Vec<Reject>,
+    /// Every rejected row, by kind of reason.
+    pub kinds: ReasonKinds,
     /// Rejected rows of each input, in input order (`fold` only).
     pub rejected_by_input: Vec<u64>,
 }
@@ -304,6 +398,8 @@ pub struct Scan<'a> {
 enum Pieces<'s> {
     Lines(Chunks),
     Groups(ParquetSource<'s>, Vec<Group>),
+    /// A whole input as one frame (an aligned S3-sink chunk in Parquet).
+    Frame(Arc<DataFrame>),
 }
 
 /// One piece, numbered in input order.
@@ -355,6 +451,16 @@ fn record_slices<'a>(source: &'a ParquetSource, group: Group) -> impl Iterator<I
     })
 }
 
+/// A whole frame in slices of `SLICE_ROWS`, numbered in order.
+fn frame_slices(frame: &Arc<DataFrame>) -> impl rayon::iter::ParallelIterator<Item = Result<Piece>> + '_ {
+    let height = frame.height();
+    (0..height.div_ceil(SLICE_ROWS)).into_par_iter().map(move |index| {
+        let offset = index * SLICE_ROWS;
+        let rows = SLICE_ROWS.min(height - offset);
+        Ok(Piece::Slice(RecordSlice { group: frame.clone(), index, offset, rows, bytes: 0 }))
+    })
+}
+
 /// Slices handed on ahead of the one due: fewer than a part holds, so that the next part of a
 /// row group loads while this part's last slices are decoded and written, and no third part is
 /// held (a part's worth ahead held one: 317-330 MiB against 267-294 for pyarrow's groups).
@@ -400,14 +506,16 @@ impl Piece {
 }
 
 impl Scan<'_> {
-    fn rows(&self) -> Rows<'_> {
-        Rows { layout: self.layout, window: self.window }
+    fn rows<'r>(&'r self, input: &'r InputContext) -> Rows<'r> {
+        Rows { layout: self.layout, window: self.window, partition: &input.partition, aligned: input.aligned }
     }
 
     fn pieces<'s>(&'s self, opener: &Opener, input: &Input) -> Result<Pieces<'s>> {
         Ok(match input.format {
             Format::State => anyhow::bail!("{}: a partial state holds counts, not rows: rank, trend and health read it", input.display),
+            Format::Jsonl(_) if input.aligned.is_some() => Pieces::Lines(jsonl::aligned_chunks(self.storage, input)?),
             Format::Jsonl(compression) => Pieces::Lines(jsonl::chunks(opener, input, compression)?),
+            Format::Parquet if input.aligned.is_some() => Pieces::Frame(aligned::parquet_frame(self.storage, input)?),
             Format::Parquet => {
                 let source = ParquetSource::open(self.storage, input)?;
                 let groups = source.groups();
@@ -418,23 +526,24 @@ impl Scan<'_> {
 
     /// Decodes one piece, `accept` getting each accepted row (with its whole record when
     /// `records`). A chunk is decoded window by window as it is read, then given back.
-    fn decode(&self, pieces: &Pieces, piece: Piece, records: bool, mut accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
+    fn decode(&self, pieces: &Pieces, input: &InputContext, piece: Piece, records: bool, mut accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
         self.progress.advance(piece.bytes());
+        let rows = self.rows(input);
         match (pieces, piece) {
             (Pieces::Lines(chunks), Piece::Chunk(_, bytes)) => {
-                let rows = self.rows();
                 let mut decoder = jsonl::LineDecoder::new(&rows);
                 chunks.read_windows(bytes, |window| decoder.decode(window, &mut accept))?;
                 Ok(decoder.tally)
             }
             (Pieces::Groups(source, _), Piece::Group(group)) => {
-                let columns = (!records).then_some(self.layout.columns.as_slice());
+                let roots = self.layout.roots();
+                let columns = (!records && !self.layout.needs_record()).then_some(roots.as_slice());
                 let df = source.load(group, columns)?;
-                parquet::decode(&self.rows(), &df, records, accept)
+                parquet::decode(&rows, &df, records, accept)
             }
-            (Pieces::Groups(..), Piece::Slice(slice)) => {
-                let rows = slice.group.slice(slice.offset as i64, slice.rows);
-                parquet::decode(&self.rows(), &rows, records, accept)
+            (Pieces::Groups(..) | Pieces::Frame(_), Piece::Slice(slice)) => {
+                let frame = slice.group.slice(slice.offset as i64, slice.rows);
+                parquet::decode(&rows, &frame, records, accept)
             }
             _ => unreachable!("pieces come from their own input"),
         }
@@ -453,7 +562,7 @@ impl Scan<'_> {
         let Some(plan) = plan else { return Ok(None) };
         let Some(columns) = source.page_columns(group, plan, &self.layout.columns)? else { return Ok(None) };
         self.progress.advance(group.bytes);
-        let tally = parquet_fold::fold_pages(&self.rows(), plan, &columns, first_times, acc);
+        let tally = parquet_fold::fold_pages(&self.rows(&InputContext::default()), plan, &columns, first_times, acc);
         if columns.id.unreadable() {
             return Err(source.unreadable_ids(group, &self.layout.columns[plan.id]));
         }
@@ -474,6 +583,7 @@ impl Scan<'_> {
         let first_times = FirstTimes::default();
         for input in inputs {
             let pieces = self.pieces(&opener, input)?;
+            let context = InputContext::of(input);
             // A part goes on from piece to piece (a few parts a run, not one a piece): fewer to
             // merge.
             let read = |(mut part, mut tallies): Folded<A>, piece: Result<Piece>| -> Result<Folded<A>> {
@@ -485,7 +595,7 @@ impl Scan<'_> {
                 };
                 let piece_tally = match from_pages {
                     Some(tally) => tally,
-                    None => self.decode(&pieces, piece, false, |FullRow { key, facts, record }| {
+                    None => self.decode(&pieces, &context, piece, false, |FullRow { key, facts, record, .. }| {
                         part.add(key, &facts);
                         // A line's text needs no drop: only an object calls its drop code.
                         if let Record::Object(object) = record {
@@ -500,6 +610,7 @@ impl Scan<'_> {
             let folded = match &pieces {
                 Pieces::Lines(chunks) => chunks.iter().par_bridge().try_fold(start, read).try_reduce(start, merge),
                 Pieces::Groups(_, groups) => groups.par_iter().map(|g| Ok(Piece::Group(*g))).try_fold(start, read).try_reduce(start, merge),
+                Pieces::Frame(frame) => frame_slices(frame).try_fold(start, read).try_reduce(start, merge),
             };
             let (part, mut piece_tallies) = folded?;
             acc.merge(part);
@@ -549,13 +660,15 @@ impl Scan<'_> {
         let mut tally = Tally::default();
         for input in inputs {
             let pieces = self.pieces(&opener, input)?;
+            let context = InputContext::of(input);
             let (stopped, piece_tallies) = std::thread::scope(|threads| {
                 let all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_> = match &pieces {
                     Pieces::Lines(chunks) => Box::new(chunks.iter()),
                     Pieces::Groups(source, groups) => Box::new(loaded_ahead(threads, groups.iter().flat_map(|g| record_slices(source, *g)))),
+                    Pieces::Frame(frame) => Box::new(frame_slices(frame).collect::<Vec<_>>().into_iter()),
                 };
                 // The pieces left are dropped on return, which stops the thread loading them.
-                self.decode_in_order(&pieces, all, start, map, &mut emit)
+                self.decode_in_order(&pieces, &context, all, start, map, &mut emit)
             })?;
             rows::absorb(&mut tally, &input.display, piece_tallies);
             if stopped {
@@ -571,6 +684,7 @@ impl Scan<'_> {
     fn decode_in_order<B, N, F>(
         &self,
         pieces: &Pieces,
+        input: &InputContext,
         mut all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_>,
         start: &N,
         map: &F,
@@ -593,7 +707,7 @@ impl Scan<'_> {
                     let (done, result) = std::sync::mpsc::sync_channel::<Result<(B, PieceTally)>>(1);
                     scope.spawn(move |_| {
                         let mut rows = start();
-                        let decoded = self.decode(pieces, piece, true, |row| map(&mut rows, row)).map(|t| (rows, t));
+                        let decoded = self.decode(pieces, input, piece, true, |row| map(&mut rows, row)).map(|t| (rows, t));
                         // The receiver is gone only if reading already stopped.
                         let _ = done.send(decoded);
                     });

@@ -25,6 +25,7 @@ use super::parquet_json::{ParquetRow, RowWriter};
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::Input;
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
+use crate::path::Step;
 use crate::storage::{map_file, Location, Storage};
 use crate::timestamp::DateCache;
 
@@ -298,8 +299,10 @@ const SPLIT_ROWS: usize = 1 << 19;
 /// they have the expected types); `accept` gets accepted rows, with the whole row as a JSON
 /// object when `records` (then `df` must hold every column).
 pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: impl FnMut(FullRow<'_>)) -> Result<PieceTally> {
-    let columns = rows.layout.columns.iter().map(|name| Column::from_frame(df, name)).collect::<Result<Vec<_>>>()?;
-    let writer = records.then(|| RowWriter::new(df)).transpose()?;
+    let columns = rows.layout.leaves.iter().map(|path| Column::from_path(df, path)).collect::<Result<Vec<_>>>()?;
+    let needs_record = rows.layout.needs_record();
+    let writer = (records || needs_record).then(|| RowWriter::new(df)).transpose()?;
+    let mut record_json = Vec::new();
     let direct = Direct::new(rows, &columns);
     let mut dates = DateCache::default();
     let mut key = Vec::with_capacity(128);
@@ -308,10 +311,10 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
     for i in 0..df.height() {
         let mut take = |key: &[u8], facts: RowFacts<'_>| {
             let record = match &writer {
-                None => Record::Text(""),
-                Some(writer) => Record::Row(ParquetRow::new(writer, i)),
+                Some(writer) if records => Record::Row(ParquetRow::new(writer, i)),
+                _ => Record::Text(""),
             };
-            accept(FullRow { key, facts, record })
+            accept(FullRow { key, facts, record, aligned: rows.aligned })
         };
         if let Some(row) = direct.as_ref().and_then(|d| d.row(i, &mut key, &mut dates)) {
             rows.take_facts(&key, row, &mut tally, &mut take);
@@ -319,7 +322,15 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
         }
         cells.clear();
         cells.extend(columns.iter().map(|c| c.cell(i)));
-        rows.take(&cells, &mut key, &mut dates, i as u64 + 1, &mut tally, &mut take);
+        let record = match &writer {
+            Some(writer) if needs_record => {
+                record_json.clear();
+                writer.write(i, &mut record_json);
+                Some(record_json.as_slice())
+            }
+            _ => None,
+        };
+        rows.take(&cells, &mut key, &mut dates, i as u64 + 1, record, &mut tally, &mut take);
     }
     Ok(tally)
 }
@@ -338,11 +349,25 @@ pub(super) enum Column {
 }
 
 impl Column {
-    pub(super) fn from_frame(df: &DataFrame, name: &str) -> Result<Column> {
-        let Some(col) = df.column(name).ok() else {
+    /// The column a path leads to: a top-level column, then struct fields, list elements and
+    /// headers by name (in a list of `key`/`value` structs, as Parquet maps and the S3 sink's
+    /// header files hold them, or of flat `name, value` strings).
+    pub(super) fn from_path(df: &DataFrame, path: &[Step]) -> Result<Column> {
+        let Some((Step::Key(root), rest)) = path.split_first() else { return Ok(Column::Missing) };
+        let Some(col) = df.column(root).ok() else {
             return Ok(Column::Missing);
         };
-        let s = col.as_materialized_series();
+        let mut series = col.as_materialized_series().clone();
+        for step in rest {
+            match super::parquet_nested::step_into(&series, step)? {
+                Some(next) => series = next,
+                None => return Ok(Column::Missing),
+            }
+        }
+        Column::from_series(&series)
+    }
+
+    fn from_series(s: &polars::prelude::Series) -> Result<Column> {
         Ok(match s.dtype() {
             DataType::Null => Column::Null,
             DataType::String => Column::Str(s.str()?.rechunk().into_owned()),

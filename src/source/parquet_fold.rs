@@ -112,7 +112,7 @@ pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, colu
             None => {
                 columns.cells(plan, layout.columns.len(), i, &mut cells);
                 let mut taken = (NO_KEY, 0);
-                rows.take(&cells, &mut key, &mut dates, i as u64 + 1, &mut tally, |key, row| taken = (keys.number_built(key), row.time));
+                rows.take(&cells, &mut key, &mut dates, i as u64 + 1, None, &mut tally, |key, row| taken = (keys.number_built(key), row.time));
                 taken
             }
         };

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::{Reject, Tally, Window, NAMED_REJECTS};
-use super::layout::{Cell, Layout, RowFacts};
+use super::layout::{Cell, Layout, RowContext, RowFacts};
 use super::parquet_json::ParquetRow;
 use crate::timestamp::DateCache;
 
@@ -14,23 +14,43 @@ pub struct FullRow<'a> {
     pub key: &'a [u8],
     pub facts: RowFacts<'a>,
     pub record: Record<'a>,
+    /// The record was put together from an aligned S3-sink chunk (see `aligned`).
+    pub aligned: bool,
 }
 
 /// A whole record: a JSON line's own text (kept byte for byte), a row as a JSON object, or a
 /// Parquet row, written as JSON straight where it goes (not first into a buffer of its own).
 pub enum Record<'a> {
     Text(&'a str),
+    /// A JSON line that is not UTF-8 (kcat writes binary payloads raw), byte for byte.
+    Bytes(&'a [u8]),
     Object(Map<String, Value>),
     Row(ParquetRow<'a>),
 }
 
 impl Record<'_> {
-    /// The record as JSON, appended to `out`.
+    /// The record as JSON, appended to `out`; a line that is not UTF-8 with each invalid byte
+    /// as U+FFFD (what a reader of the manifest sees; the bytes replay sends are resolved
+    /// from the line itself, see `origin`).
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self {
             Record::Text(text) => out.extend_from_slice(text.as_bytes()),
+            Record::Bytes(bytes) => out.extend_from_slice(String::from_utf8_lossy(bytes).as_bytes()),
             Record::Object(map) => serde_json::to_writer(&mut *out, map).expect("records serialise"),
             Record::Row(row) => row.write(out),
+        }
+    }
+
+    /// The record's JSON text as read (a line byte for byte), or as written.
+    pub fn raw_json(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Record::Text(text) => std::borrow::Cow::Borrowed(text.as_bytes()),
+            Record::Bytes(bytes) => std::borrow::Cow::Borrowed(bytes),
+            other => {
+                let mut json = Vec::new();
+                other.write_json(&mut json);
+                std::borrow::Cow::Owned(json)
+            }
         }
     }
 
@@ -38,19 +58,23 @@ impl Record<'_> {
         match self {
             Record::Text(text) => serde_json::from_str(text).expect("a line that parsed once parses again"),
             Record::Object(map) => map,
-            row @ Record::Row(_) => {
+            other => {
                 let mut json = Vec::new();
-                row.write_json(&mut json);
+                other.write_json(&mut json);
                 serde_json::from_slice(&json).expect("a written row parses")
             }
         }
     }
 
-    /// One field of the record, if it has it.
+    /// One top-level field of the record, if it has it.
     pub fn field(&self, name: &str) -> Option<Value> {
         match self {
             Record::Object(map) => map.get(name).cloned(),
             Record::Text(text) => crate::json_scan::field_text(text, name).and_then(|value| serde_json::from_str(value).ok()),
+            Record::Bytes(bytes) => crate::raw_json::lookup(bytes, &[crate::path::Step::Key(name.to_string())]).and_then(crate::raw_json::decoded).map(|d| match d {
+                crate::path::Decoded::Json(v) => v,
+                crate::path::Decoded::Bytes(b) => Value::String(String::from_utf8_lossy(&b).into_owned()),
+            }),
             Record::Row(row) => row.field(name),
         }
     }
@@ -66,11 +90,14 @@ pub(super) struct PieceTally {
     pub rejects: Vec<(u64, String)>,
     /// Lines (or rows) the piece spans, blank lines included.
     pub lines: u64,
+    /// Rejected rows by kind of reason (`reason_kind`).
+    pub kinds: super::ReasonKinds,
 }
 
 impl PieceTally {
     pub fn reject(&mut self, line: u64, reason: String) {
         self.rejected += 1;
+        self.kinds.add(&reason, 1);
         if self.rejects.len() < NAMED_REJECTS {
             self.rejects.push((line, reason));
         }
@@ -85,6 +112,7 @@ pub(super) fn absorb(tally: &mut Tally, input: &str, pieces: impl IntoIterator<I
         tally.accepted += piece.accepted;
         tally.outside_window += piece.outside_window;
         tally.rejected += piece.rejected;
+        tally.kinds.merge(piece.kinds);
         for (line, reason) in piece.rejects {
             if tally.rejects.len() < NAMED_REJECTS {
                 tally.rejects.push(Reject { input: input.to_string(), line: line + lines_before, reason });
@@ -98,14 +126,21 @@ pub(super) fn absorb(tally: &mut Tally, input: &str, pieces: impl IntoIterator<I
 pub(super) struct Rows<'a> {
     pub layout: &'a Layout,
     pub window: Window,
+    /// The input's hive partition folders.
+    pub partition: &'a [(String, String)],
+    /// The input is an aligned S3-sink chunk.
+    pub aligned: bool,
 }
 
 impl Rows<'_> {
-    /// One row's cells: `accept` gets the key and facts of a row inside the window; anything
-    /// else is counted (and a reject named) in `tally`.
+    /// One row's cells (and its record's JSON text, for a layout that needs it): `accept` gets
+    /// the key and facts of a row inside the window; anything else is counted (and a reject
+    /// named) in `tally`.
     #[inline]
-    pub fn take<'c>(&self, cells: &'c [Cell<'c>], key: &mut Vec<u8>, dates: &mut DateCache, line: u64, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
-        match self.layout.extract(cells, key, dates) {
+    #[allow(clippy::too_many_arguments)]
+    pub fn take<'c>(&self, cells: &'c [Cell<'c>], key: &mut Vec<u8>, dates: &mut DateCache, line: u64, record: Option<&[u8]>, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
+        let context = RowContext { partition: self.partition, record };
+        match self.layout.extract(cells, key, dates, &context) {
             Ok(facts) => self.take_facts(key, facts, tally, accept),
             Err(reason) => tally.reject(line, reason),
         }

@@ -35,13 +35,25 @@ impl Rules {
         let signature: Vec<String> = profile
             .signature
             .iter()
-            .map(|s| format!("{}|{:?}|{}|{:?}", s.field, s.normalizer, s.required, s.field_type))
+            .map(|s| {
+                // As before paths: a field read from where its name says is written by name.
+                let read = if s.expr.as_top_level() == Some(s.field.as_str()) { s.field.clone() } else { format!("{}={}", s.field, s.expr.text) };
+                format!("{read}|{}|{}|{:?}", s.normalizer.describe(), s.required, s.field_type)
+            })
             .collect();
         let categories: Vec<(&String, &Vec<String>, &Vec<String>)> =
             profile.classifier.rules.iter().map(|(name, rule)| (name, &rule.types, &rule.patterns)).collect();
+        let mut id = vec![profile.id.describe(), format!("{:?}", profile.id_type)];
+        if profile.id.missing == crate::profile::IdMissing::Digest && !profile.id.parts.is_empty() {
+            id.push("or the record's digest".into());
+        }
+        let time = match profile.time_format {
+            crate::timestamp::TimeFormat::Rfc3339 => profile.time.text.clone(),
+            format => format!("{} as {}", profile.time.text, format.name()),
+        };
         let canonical = serde_json::json!({
-            "id": [&profile.id_field, format!("{:?}", profile.id_type)],
-            "time": &profile.time_field,
+            "id": id,
+            "time": time,
             "signature": signature,
             "category": format!("{:?}", profile.category),
             "categories": categories,

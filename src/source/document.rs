@@ -1,0 +1,100 @@
+//! JSON documents that hold records, as command-line tools print them: an array
+//! (`gcloud … --format=json`), a wrapper object (`aws sqs receive-message` prints
+//! `{"Messages": […]}`, Pub/Sub's REST pull `{"receivedMessages": […]}`), pretty-printed
+//! objects one after another, or one record a file. Each becomes a JSON line at the line its
+//! record starts on, so the line decoder reads it and names its line.
+
+use crate::raw_json;
+
+/// The members whose array holds the records of a wrapper object.
+const WRAPPERS: [&str; 7] = ["Messages", "receivedMessages", "Records", "records", "messages", "items", "Items"];
+
+/// Whether a text that starts with `head` is a JSON document rather than JSON lines: it opens
+/// an array, or its first line opens an object that the line does not close.
+pub fn is_document(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let start = head.iter().position(|b| !b.is_ascii_whitespace());
+    match start.map(|s| (s, head[s])) {
+        Some((_, b'[')) => true,
+        Some((s, b'{')) => match head[s..].iter().position(|&b| b == b'\n') {
+            // A first line longer than the head says nothing: read as lines.
+            None => false,
+            Some(nl) => raw_json::value_end(&head[s..s + nl], 0).is_none(),
+        },
+        _ => false,
+    }
+}
+
+/// The records of a document as JSON lines, each on the line its record starts on (blank lines
+/// before it), or None when the text is not a sequence of JSON values.
+pub fn to_lines(text: &[u8]) -> Option<Vec<u8>> {
+    let text_start = text.as_ptr() as usize;
+    let mut out = Vec::with_capacity(text.len());
+    let (mut line, mut counted_to) = (1usize, 0usize);
+    let mut lines_out = 1usize;
+    let mut pos = raw_json::skip_ws(text, if text.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
+    while pos < text.len() {
+        let end = raw_json::value_end(text, pos)?;
+        let value = &text[pos..end];
+        for record in records(value)? {
+            let at = record.as_ptr() as usize - text_start;
+            line += text[counted_to..at].iter().filter(|&&b| b == b'\n').count();
+            counted_to = at;
+            while lines_out < line {
+                out.push(b'\n');
+                lines_out += 1;
+            }
+            out.extend_from_slice(&raw_json::minified(record));
+            out.push(b'\n');
+            lines_out += 1;
+        }
+        pos = raw_json::skip_ws(text, end);
+    }
+    Some(out)
+}
+
+/// The records one top-level value holds.
+fn records(value: &[u8]) -> Option<Vec<&[u8]>> {
+    Some(match value.first()? {
+        b'[' => raw_json::elements(value).collect(),
+        b'{' => {
+            let wrapped = raw_json::members(value).find(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == k.as_slice()) && v.first() == Some(&b'['));
+            match wrapped {
+                Some((_, list)) => raw_json::elements(list).collect(),
+                None => vec![value],
+            }
+        }
+        // A scalar is a record the decoder rejects as not an object.
+        _ => vec![value],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_told_from_lines() {
+        assert!(is_document(b"[\n  {\"a\": 1}\n]"));
+        assert!(is_document(b"  {\n  \"Messages\": []\n}"));
+        assert!(!is_document(b"{\"a\":1}\n{\"a\":2}\n"));
+        assert!(!is_document(b"{\"a\":\"a long first line with no end in the head"));
+        assert!(!is_document(b"not json\n"));
+    }
+
+    #[test]
+    fn records_land_on_the_line_they_start_on() {
+        let sqs = b"{\n  \"Messages\": [\n    {\n      \"MessageId\": \"m-1\",\n      \"Body\": \"a b\"\n    },\n    {\n      \"MessageId\": \"m-2\"\n    }\n  ]\n}\n";
+        let lines = to_lines(sqs).unwrap();
+        let text = String::from_utf8(lines).unwrap();
+        let numbered: Vec<(usize, &str)> = text.lines().enumerate().filter(|(_, l)| !l.is_empty()).map(|(i, l)| (i + 1, l)).collect();
+        assert_eq!(numbered, [(3, r#"{"MessageId":"m-1","Body":"a b"}"#), (7, r#"{"MessageId":"m-2"}"#)]);
+        // gcloud's array, pretty objects one after another, one object, nothing.
+        let gcloud = b"[\n  {\"ackId\": \"x\", \"message\": {\"data\": \"eA==\"}},\n  {\"ackId\": \"y\"}\n]";
+        assert_eq!(String::from_utf8(to_lines(gcloud).unwrap()).unwrap(), "\n{\"ackId\":\"x\",\"message\":{\"data\":\"eA==\"}}\n{\"ackId\":\"y\"}\n");
+        assert_eq!(String::from_utf8(to_lines(b"{\n \"a\": 1\n}\n{\n \"a\": 2\n}").unwrap()).unwrap(), "{\"a\":1}\n\n\n{\"a\":2}\n");
+        assert_eq!(to_lines(b"[]").unwrap(), b"");
+        assert_eq!(to_lines(b"{\"receivedMessages\": []}").unwrap(), b"");
+        assert!(to_lines(b"[{\"a\": 1}").is_none());
+    }
+}

@@ -1,0 +1,387 @@
+//! The paths a layout reads, as a tree the JSON picker walks in one pass: a top-level field is
+//! a cell or a node whose members, elements and headers lead on to cells. What a line holds
+//! outside the tree is validated and skipped, never built.
+
+use super::json_fields::value_at;
+use super::layout::Cell;
+use crate::json_scan::{Parser, MAX_NESTING};
+use crate::path::Step;
+
+/// A picker slot at or above this is a top-level node (this plus its root's index); below it,
+/// a cell.
+pub const NODE: usize = 1 << 30;
+
+/// The top-level fields a layout reads, each a cell or a node.
+#[derive(Debug, Default)]
+pub struct FieldTree {
+    roots: Vec<(String, Target)>,
+}
+
+#[derive(Debug)]
+enum Target {
+    Cell(usize),
+    Node(Node),
+}
+
+/// A value whose parts are read: by member name (or header name, in an array), by index.
+#[derive(Debug, Default)]
+struct Node {
+    /// The value itself is a leaf too.
+    cell: Option<usize>,
+    keys: Vec<(String, Target)>,
+    indexes: Vec<(usize, Target)>,
+}
+
+impl Node {
+    fn key(&self, name: &str) -> Option<&Target> {
+        self.keys.iter().find(|(k, _)| k == name).map(|(_, t)| t)
+    }
+
+    fn index(&self, i: usize) -> Option<&Target> {
+        self.indexes.iter().find(|(n, _)| *n == i).map(|(_, t)| t)
+    }
+}
+
+impl FieldTree {
+    /// The tree of `leaves` (cell `i` is leaf `i`); a leaf that does not start with a name is
+    /// never found (records are objects).
+    pub fn new(leaves: &[Vec<Step>]) -> FieldTree {
+        let mut tree = FieldTree::default();
+        for (cell, path) in leaves.iter().enumerate() {
+            let Some((Step::Key(name), rest)) = path.split_first() else { continue };
+            let at = match tree.roots.iter().position(|(k, _)| k == name) {
+                Some(i) => i,
+                None => {
+                    tree.roots.push((name.clone(), Target::Node(Node::default())));
+                    tree.roots.len() - 1
+                }
+            };
+            insert(&mut tree.roots[at].1, rest, cell);
+        }
+        // A root that is only a cell is read as a plain cell.
+        for (_, target) in &mut tree.roots {
+            if let Target::Node(Node { cell: Some(c), keys, indexes }) = target {
+                if keys.is_empty() && indexes.is_empty() {
+                    *target = Target::Cell(*c);
+                }
+            }
+        }
+        tree
+    }
+
+    /// A tree of top-level fields only: cell `i` is `names[i]`.
+    pub fn flat(names: &[String]) -> FieldTree {
+        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect() }
+    }
+
+    /// How many cells the tree fills: one more than its highest.
+    pub fn cells(&self) -> usize {
+        fn highest(target: &Target) -> Option<usize> {
+            match target {
+                Target::Cell(c) => Some(*c),
+                Target::Node(node) => {
+                    let children = node.keys.iter().map(|(_, t)| t).chain(node.indexes.iter().map(|(_, t)| t));
+                    children.filter_map(highest).chain(node.cell).max()
+                }
+            }
+        }
+        self.roots.iter().filter_map(|(_, t)| highest(t)).max().map_or(0, |h| h + 1)
+    }
+
+    /// The slot a top-level field fills: its cell, or `NODE` plus its root's index.
+    pub fn slot(&self, key: &str) -> Option<usize> {
+        let i = self.roots.iter().position(|(k, _)| k == key)?;
+        Some(match &self.roots[i].1 {
+            Target::Cell(c) => *c,
+            Target::Node(_) => NODE + i,
+        })
+    }
+
+    /// Reads the value the parser stands at into the cells slot `slot` leads to.
+    #[inline]
+    pub fn read<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String> {
+        if slot < NODE {
+            cells[slot] = value_at(p, 1)?;
+            return Ok(());
+        }
+        walk(&self.roots[slot - NODE].1, p, cells, 1)
+    }
+}
+
+fn insert(target: &mut Target, path: &[Step], cell: usize) {
+    let Target::Node(node) = target else {
+        let Target::Cell(c) = *target else { unreachable!() };
+        *target = Target::Node(Node { cell: Some(c), ..Node::default() });
+        return insert(target, path, cell);
+    };
+    let Some((step, rest)) = path.split_first() else {
+        node.cell = Some(cell);
+        return;
+    };
+    let children = match step {
+        Step::Key(name) => {
+            if node.key(name).is_none() {
+                node.keys.push((name.clone(), Target::Node(Node::default())));
+            }
+            node.keys.iter_mut().find(|(k, _)| k == name).map(|(_, t)| t)
+        }
+        Step::Index(i) => {
+            if node.index(*i).is_none() {
+                node.indexes.push((*i, Target::Node(Node::default())));
+            }
+            node.indexes.iter_mut().find(|(n, _)| n == i).map(|(_, t)| t)
+        }
+    };
+    let child = children.expect("just inserted");
+    insert(child, rest, cell);
+    // A child that is only a cell is a plain cell.
+    if let Target::Node(Node { cell: Some(c), keys, indexes }) = child {
+        if keys.is_empty() && indexes.is_empty() {
+            *child = Target::Cell(*c);
+        }
+    }
+}
+
+/// Reads the value the parser stands at (enclosed by `depth` objects and arrays) into the
+/// cells `target` leads to, validating all of it.
+fn walk<'a>(target: &Target, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+    let node = match target {
+        Target::Cell(c) => {
+            cells[*c] = value_at(p, depth)?;
+            return Ok(());
+        }
+        Target::Node(node) => node,
+    };
+    match p.peek() {
+        Some(b'{' | b'[') if depth >= MAX_NESTING => Err(p.error("recursion limit exceeded")),
+        Some(b'{') => {
+            p.object(|p, key| match node.key(&key) {
+                Some(child) => walk(child, p, cells, depth + 1),
+                None => p.skip_value(depth + 1),
+            })?;
+            if let Some(c) = node.cell {
+                cells[c] = Cell::Nested("object");
+            }
+            Ok(())
+        }
+        Some(b'[') => {
+            elements(node, p, cells, depth)?;
+            if let Some(c) = node.cell {
+                cells[c] = Cell::Nested("array");
+            }
+            Ok(())
+        }
+        _ => match node.cell {
+            Some(c) => {
+                cells[c] = value_at(p, depth)?;
+                Ok(())
+            }
+            None => p.skip_value(depth),
+        },
+    }
+}
+
+/// An array's elements: by index, and as a header collection (kcat's flat `name, value, …`,
+/// `{"key"|"name", "value"}` objects, `[name, value]` pairs) searched by name, the last
+/// header of a name winning.
+fn elements<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+    // After a header's name in a flat collection: where its value goes (None: nowhere).
+    let mut value_for: Option<Option<&Target>> = None;
+    p.array(|p, i| {
+        if let Some(child) = node.index(i) {
+            let at = p.pos();
+            walk(child, p, cells, depth + 1)?;
+            if node.keys.is_empty() {
+                return Ok(());
+            }
+            // The element is also part of the header collection.
+            p.seek(at);
+        }
+        if let Some(target) = value_for.take() {
+            return match target {
+                Some(child) => walk(child, p, cells, depth + 1),
+                None => p.skip_value(depth + 1),
+            };
+        }
+        if node.keys.is_empty() {
+            return p.skip_value(depth + 1);
+        }
+        match p.peek() {
+            Some(b'"') => {
+                let name = p.string()?;
+                value_for = Some(node.key(&name));
+                Ok(())
+            }
+            Some(b'{') if depth + 1 < MAX_NESTING => header_object(node, p, cells, depth + 1),
+            Some(b'[') if depth + 1 < MAX_NESTING => header_pair(node, p, cells, depth + 1),
+            _ => p.skip_value(depth + 1),
+        }
+    })
+}
+
+/// A `{"key"|"name": …, "value": …}` header (its members in any order).
+fn header_object<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+    let (mut name, mut value_at_pos) = (None, None);
+    p.object(|p, key| {
+        match &*key {
+            "key" | "name" if p.peek() == Some(b'"') => name = Some(p.string()?.into_owned()),
+            "value" => {
+                value_at_pos = Some(p.pos());
+                p.skip_value(depth + 1)?;
+            }
+            _ => p.skip_value(depth + 1)?,
+        }
+        Ok(())
+    })?;
+    revisit(node, name.as_deref(), value_at_pos, p, cells, depth + 1)
+}
+
+/// A `[name, value]` header.
+fn header_pair<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+    let (mut name, mut value_at_pos, mut count) = (None, None, 0);
+    p.array(|p, i| {
+        count += 1;
+        match i {
+            0 if p.peek() == Some(b'"') => name = Some(p.string()?.into_owned()),
+            1 => {
+                value_at_pos = Some(p.pos());
+                p.skip_value(depth + 1)?;
+            }
+            _ => p.skip_value(depth + 1)?,
+        }
+        Ok(())
+    })?;
+    if count != 2 {
+        return Ok(());
+    }
+    revisit(node, name.as_deref(), value_at_pos, p, cells, depth + 1)
+}
+
+/// Reads a header's value, already validated at `value_at_pos`, when its name is wanted; the
+/// parser is left where it was.
+fn revisit<'a>(node: &Node, name: Option<&str>, value_at_pos: Option<usize>, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+    let (Some(name), Some(at)) = (name, value_at_pos) else { return Ok(()) };
+    let Some(child) = node.key(name) else { return Ok(()) };
+    let end = p.pos();
+    p.seek(at);
+    let read = walk(child, p, cells, depth);
+    p.seek(end);
+    read
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::FieldExpr;
+    use std::borrow::Cow;
+
+    /// Reads one line's object through a tree of `paths` (each one leaf).
+    fn read(line: &str, paths: &[&str]) -> Result<Vec<Cell<'static>>, String> {
+        let leaves: Vec<Vec<Step>> = paths.iter().map(|t| FieldExpr::parse(t).unwrap().alternatives.remove(0).path).collect();
+        let tree = FieldTree::new(&leaves);
+        let mut cells = vec![Cell::Missing; leaves.len()];
+        let mut p = Parser::new(line);
+        p.object(|p, key| match tree.slot(&key) {
+            Some(slot) => tree.read(slot, p, &mut cells),
+            None => p.skip_value(1),
+        })?;
+        Ok(cells
+            .into_iter()
+            .map(|c| match c {
+                Cell::Str(s) => Cell::Str(Cow::Owned(s.into_owned())),
+                Cell::Missing => Cell::Missing,
+                Cell::Null => Cell::Null,
+                Cell::Int(v) => Cell::Int(v),
+                Cell::Float(v) => Cell::Float(v),
+                Cell::Bool(v) => Cell::Bool(v),
+                Cell::Time(v) => Cell::Time(v),
+                Cell::Nested(k) => Cell::Nested(k),
+            })
+            .collect())
+    }
+
+    fn s(text: &str) -> Cell<'static> {
+        Cell::Str(Cow::Owned(text.to_string()))
+    }
+
+    #[test]
+    fn nested_members_indexes_and_headers_in_every_shape() {
+        let line = r#"{"ts":1700000000000,"a":{"b":{"c":"x"},"n":[5,{"m":true}]},"headers":["__connect.errors.topic","orders","h","1","h","2","nul",null],
+            "sink":[{"key":"k","value":"v"},{"value":{"deep":"w"},"key":"o"},["p","q"],["bad"]],"s":"plain"}"#;
+        let paths = [
+            "ts",
+            "a.b.c",
+            "a.n[1].m",
+            r#"headers."__connect.errors.topic""#,
+            "headers.h",
+            "headers.nul",
+            "headers.none",
+            "sink.k",
+            "sink.o.deep",
+            "sink.p",
+            "a",
+            "s.x",
+            "a.n[7]",
+        ];
+        let got = read(line, &paths).unwrap();
+        assert_eq!(
+            got,
+            [
+                Cell::Int(1700000000000),
+                s("x"),
+                Cell::Bool(true),
+                s("orders"),
+                s("2"),
+                Cell::Null,
+                Cell::Missing,
+                s("v"),
+                s("w"),
+                s("q"),
+                Cell::Nested("object"),
+                Cell::Missing,
+                Cell::Missing,
+            ]
+        );
+    }
+
+    /// Whatever the tree reads, the line is validated as a whole: a bad value anywhere in a
+    /// walked node is an error, as serde_json finds it.
+    #[test]
+    fn a_walked_value_is_validated_whole() {
+        let paths = ["a.b", "h.x"];
+        for line in [r#"{"a":{"b":"x","c":[1,}}"#, r#"{"h":["x","1","y",tru]}"#, r#"{"h":[{"key":"x","value":01}]}"#, r#"{"a":{"b":"x\q"}}"#] {
+            assert!(read(line, &paths).is_err(), "{line}");
+            assert!(serde_json::from_str::<serde_json::Value>(line).is_err(), "{line}");
+        }
+        let deep = format!(r#"{{"a":{{"b":{}1{}}}}}"#, "[".repeat(130), "]".repeat(130));
+        assert!(read(&deep, &paths).is_err());
+    }
+
+    /// Every path into a set of documents reads what the parsed document's path finds.
+    #[test]
+    fn reads_agree_with_parsed_documents() {
+        let docs = [
+            r#"{"a":{"b":[10,{"c":"d"}],"e":null},"h":[{"key":"x","value":"1"},{"key":"x","value":"2"}],"f":"g"}"#,
+            r#"{"a" : {"b" : [ 10 , { "c" : "d\"e" } ]} , "h" : ["x","1","y",{"z":true}] }"#,
+            r#"{"a":[],"h":[["x",1],["y",[2]]],"f":{"\u0041":"k"}}"#,
+        ];
+        let paths = ["a", "a.b", "a.b[1].c", "a.e", "h.x", "h.y", "h[0]", "f.A", "missing"];
+        for doc in docs {
+            let value: serde_json::Value = serde_json::from_str(doc).unwrap();
+            let got = read(doc, &paths).unwrap();
+            for (path, cell) in paths.iter().zip(got) {
+                let steps = FieldExpr::parse(path).unwrap().alternatives.remove(0).path;
+                let want = match crate::path::lookup(&value, &steps) {
+                    None => Cell::Missing,
+                    Some(serde_json::Value::Null) => Cell::Null,
+                    Some(serde_json::Value::String(t)) => s(t),
+                    Some(serde_json::Value::Number(n)) => Cell::Int(n.as_i64().unwrap()),
+                    Some(serde_json::Value::Bool(b)) => Cell::Bool(*b),
+                    Some(serde_json::Value::Object(_)) => Cell::Nested("object"),
+                    Some(serde_json::Value::Array(_)) => Cell::Nested("array"),
+                };
+                assert_eq!(cell, want, "{doc} {path}");
+            }
+        }
+    }
+}
