@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, ManifestWriter};
+use dlqf::manifest::{self, DecisionCounts, Header, InputStamp, ManifestWriter, Origin};
+use dlqf::messages;
+use dlqf::origin::{Seen, ROLES};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::report;
@@ -106,6 +108,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // So do batches: each keeps the raw keys it met.
     let spare_batches = std::sync::Mutex::new(Vec::<PlannedBatch>::new());
     let largest = std::sync::atomic::AtomicUsize::new(0);
+    let mut origin_seen = Seen::default();
+    let (mut unplanned, mut unplanned_named) = (0u64, Vec::new());
     let fresh = || Vec::with_capacity(largest.load(std::sync::atomic::Ordering::Relaxed));
     let tally = prepared.scan().records(
         &prepared.inputs,
@@ -128,6 +132,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 spare.truncate(SPARE_LINES);
             }
             review.add(&batch);
+            origin_seen.add(&batch.origin_seen);
+            unplanned += batch.unplanned;
+            unplanned_named.extend(batch.unplanned_named.drain(..));
             let mut batches = spare_batches.lock().expect("not poisoned");
             if batches.len() < SPARE_LINES {
                 batches.push(batch);
@@ -136,7 +143,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
         },
     )?;
     prepared.check_rejects(&tally)?;
-    let header = writer.finish(tally.rejected)?;
+    check_origin(&prepared.profile.origin, &origin_seen, tally.accepted - unplanned)?;
+    if unplanned > 0 {
+        for (id, why) in unplanned_named.iter().take(10) {
+            messages::line(&format!("{id}: {why}"));
+        }
+        messages::message(format!("{unplanned} records left out of the manifest: their origin could not be read (counted as rejected)"));
+        if prepared.strict() {
+            anyhow::bail!("{unplanned} records could not be planned (--strict)");
+        }
+    }
+    let header = writer.finish(tally.rejected + unplanned)?;
     let review = review.finish();
     let text = match args.format {
         SummaryFormat::Table => report::review::table(&review, &header),
@@ -144,6 +161,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a plan whose records all lack the origin topic or payload the profile names (replay
+/// would send nowhere, or tombstones); a key or headers no record has is said, not refused.
+fn check_origin(origin: &Origin, seen: &Seen, records: u64) -> Result<()> {
+    if records == 0 {
+        return Ok(());
+    }
+    let texts = [&origin.topic, &origin.key, &origin.value, &origin.headers];
+    for (i, role) in ROLES.iter().enumerate() {
+        if !seen.named[i] || seen.found[i] > 0 {
+            continue;
+        }
+        let text = texts[i].as_deref().unwrap_or_default();
+        match *role {
+            "topic" | "value" => anyhow::bail!("origin {role} `{text}` is in none of the {records} records: check the path (no manifest written)"),
+            _ => messages::warning(format!("origin {role} `{text}` is in none of the {records} records: they are replayed without one")),
+        }
+    }
+    Ok(())
 }
 
 fn stamp(input: &Input) -> InputStamp {

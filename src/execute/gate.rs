@@ -45,7 +45,7 @@ mod tests {
     use crate::signature::Signature;
 
     fn entry(decision: Decision, attempts: i64) -> Entry {
-        Entry { key: "k".into(), decision, signature: Signature(Vec::new()), id: "i".into(), attempts, max_attempts: 3, record: serde_json::json!({}) }
+        Entry { key: "k".into(), decision, signature: Signature(Vec::new()), id: "i".into(), attempts, max_attempts: 3, record: serde_json::json!({}), origin: None }
     }
 
     #[test]

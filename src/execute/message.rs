@@ -1,10 +1,11 @@
-//! What a target sends for one entry: the payload (the origin's value field, else the whole
-//! record) as compact JSON, with the origin's topic, key and headers, read from the record by
-//! the field names the sealed manifest header gives.
+//! What a target sends for one entry: the bytes the producer sent (the payload, key and
+//! headers the entry's origin resolved at plan time), or for a manifest without resolved
+//! origins, the record's fields by the names the sealed header gives.
 
 use serde_json::Value;
 
 use crate::manifest::{Entry, Origin};
+use crate::origin::{Payload, Resolved};
 
 pub struct Message<'a> {
     /// The entry's idempotency key.
@@ -13,34 +14,44 @@ pub struct Message<'a> {
     pub id: &'a str,
     /// The whole record, as planned.
     pub record: &'a Value,
-    /// The payload as compact JSON (key order kept).
-    pub payload: Vec<u8>,
+    /// The payload's bytes; None: a null value (a Kafka tombstone, an empty body elsewhere).
+    pub payload: Option<Vec<u8>>,
     /// The topic (or queue) the message failed on, if the record names one.
     pub topic: Option<String>,
-    /// The message's own key: a string's bytes, another value's JSON text; None when null.
+    /// The message's own key bytes; None when null.
     pub origin_key: Option<Vec<u8>>,
-    /// The message's headers, names and value bytes, in the record's order.
-    pub headers: Vec<(String, Vec<u8>)>,
+    /// The message's headers, names and value bytes (None: null), in the record's order.
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
 impl<'a> Message<'a> {
-    pub fn of(entry: &'a Entry, origin: &Origin) -> Message<'a> {
-        let field = |name: &Option<String>| name.as_deref().and_then(|n| entry.record.get(n)).filter(|v| !v.is_null());
-        let payload = serde_json::to_vec(field(&origin.value).unwrap_or(&entry.record)).expect("records serialise");
-        let topic = field(&origin.topic).map(|t| String::from_utf8_lossy(&text_bytes(t)).into_owned());
-        let headers = match field(&origin.headers) {
-            Some(Value::Object(map)) => map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), text_bytes(v))).collect(),
-            // [[name, value], …], as some tools write Kafka headers.
-            Some(Value::Array(pairs)) => pairs
-                .iter()
-                .filter_map(|p| match p.as_array().map(Vec::as_slice) {
-                    Some([Value::String(name), value]) if !value.is_null() => Some((name.clone(), text_bytes(value))),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
+    /// The message of an entry: its resolved origin, else the record's origin fields.
+    pub fn of(entry: &'a Entry, origin: &Origin) -> Result<Message<'a>, String> {
+        let resolved = match &entry.origin {
+            Some(value) => Resolved::from_json(value)?,
+            None => from_record(&entry.record, origin),
         };
-        Message { key: &entry.key, id: &entry.id, record: &entry.record, payload, topic, origin_key: field(&origin.key).map(text_bytes), headers }
+        let payload = match resolved.value {
+            Payload::Record => Some(serde_json::to_vec(&entry.record).expect("records serialise")),
+            Payload::Null => None,
+            Payload::Bytes(bytes) => Some(bytes),
+        };
+        Ok(Message { key: &entry.key, id: &entry.id, record: &entry.record, payload, topic: resolved.topic, origin_key: resolved.key, headers: resolved.headers })
+    }
+
+    /// The payload as a request or process body: empty for a null value.
+    pub fn body(&self) -> Vec<u8> {
+        self.payload.clone().unwrap_or_default()
+    }
+
+    /// The payload's media type: JSON when it parses as JSON, text when it is UTF-8, else bytes.
+    pub fn content_type(&self) -> &'static str {
+        match self.payload.as_deref() {
+            Some(p) if serde_json::from_slice::<serde::de::IgnoredAny>(p).is_ok() => "application/json",
+            Some(p) if std::str::from_utf8(p).is_ok() => "text/plain; charset=utf-8",
+            None => "application/json",
+            Some(_) => "application/octet-stream",
+        }
     }
 
     /// The origin key as text, for HTTP headers and the environment.
@@ -48,17 +59,40 @@ impl<'a> Message<'a> {
         self.origin_key.as_deref().map(|k| String::from_utf8_lossy(k).into_owned())
     }
 
-    /// The origin headers as a JSON object of texts.
+    /// The origin headers as a JSON object of texts (null values as null).
     pub fn headers_json(&self) -> Value {
-        Value::Object(self.headers.iter().map(|(k, v)| (k.clone(), Value::String(String::from_utf8_lossy(v).into_owned()))).collect())
+        Value::Object(
+            self.headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_deref().map_or(Value::Null, |v| Value::String(String::from_utf8_lossy(v).into_owned()))))
+                .collect(),
+        )
     }
 }
 
-/// A string's own bytes; any other value's JSON text.
-fn text_bytes(value: &Value) -> Vec<u8> {
-    match value {
+/// The origin of a record by its top-level fields (manifests planned before origins were
+/// resolved into entries), with the payload rule every target follows: a string's bytes, a
+/// null value as null, anything else as compact JSON.
+fn from_record(record: &Value, origin: &Origin) -> Resolved {
+    let field = |name: &Option<String>| name.as_deref().and_then(|n| record.get(n));
+    let bytes = |v: &Value| match v {
         Value::String(s) => s.as_bytes().to_vec(),
         other => serde_json::to_vec(other).expect("values serialise"),
+    };
+    let headers = match field(&origin.headers) {
+        Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), (!v.is_null()).then(|| bytes(v)))).collect(),
+        Some(Value::Array(items)) => crate::path::headers(items).map(|(k, v)| (k.to_string(), (!v.is_null()).then(|| bytes(v)))).collect(),
+        _ => Vec::new(),
+    };
+    Resolved {
+        topic: field(&origin.topic).filter(|v| !v.is_null()).map(|t| String::from_utf8_lossy(&bytes(t)).into_owned()),
+        key: field(&origin.key).filter(|v| !v.is_null()).map(bytes),
+        value: match (&origin.value, field(&origin.value)) {
+            (None, _) => Payload::Record,
+            (Some(_), None | Some(Value::Null)) => Payload::Null,
+            (Some(_), Some(v)) => Payload::Bytes(bytes(v)),
+        },
+        headers,
     }
 }
 
@@ -68,29 +102,48 @@ mod tests {
     use crate::manifest::Decision;
     use crate::signature::Signature;
 
-    fn entry(record: Value) -> Entry {
-        Entry { key: "k".into(), decision: Decision::Replay, signature: Signature(Vec::new()), id: "i".into(), attempts: 0, max_attempts: 3, record }
+    fn entry(record: Value, origin: Option<Value>) -> Entry {
+        Entry { key: "k".into(), decision: Decision::Replay, signature: Signature(Vec::new()), id: "i".into(), attempts: 0, max_attempts: 3, record, origin }
     }
 
     #[test]
-    fn the_payload_is_the_value_field_else_the_whole_record() {
-        let origin = Origin { topic: Some("t".into()), key: Some("k".into()), value: Some("v".into()), headers: Some("h".into()) };
-        let e = entry(serde_json::json!({"t": "orders", "k": "ord-1", "v": {"b": 2, "a": [1]}, "h": {"trace": "x", "n": 3, "gone": null}}));
-        let m = Message::of(&e, &origin);
-        assert_eq!(m.payload, br#"{"b":2,"a":[1]}"#);
+    fn the_payload_is_the_bytes_the_producer_sent() {
+        let origin = Origin { topic: Some("t".into()), key: Some("k".into()), value: Some("v".into()), headers: Some("h".into()), ..Origin::default() };
+        let e = entry(serde_json::json!({"t": "orders", "k": "ord-1", "v": {"b": 2, "a": [1]}, "h": {"trace": "x", "n": 3, "gone": null}}), None);
+        let m = Message::of(&e, &origin).unwrap();
+        assert_eq!(m.payload.as_deref(), Some(&br#"{"b":2,"a":[1]}"#[..]));
+        assert_eq!(m.content_type(), "application/json");
         assert_eq!(m.topic.as_deref(), Some("orders"));
         assert_eq!(m.origin_key.as_deref(), Some(&b"ord-1"[..]));
-        assert_eq!(m.headers, [("trace".to_string(), b"x".to_vec()), ("n".to_string(), b"3".to_vec())]);
+        assert_eq!(m.headers, [("trace".to_string(), Some(b"x".to_vec())), ("n".to_string(), Some(b"3".to_vec())), ("gone".to_string(), None)]);
 
-        let e = entry(serde_json::json!({"t": "orders", "k": null, "v": "{\"raw\":1}", "h": [["a", "1"]]}));
-        let m = Message::of(&e, &origin);
-        assert_eq!(m.payload, br#""{\"raw\":1}""#, "a string value is sent as the JSON string it is");
+        let e = entry(serde_json::json!({"t": "orders", "k": null, "v": "{\"raw\":1} text", "h": [["a", "1"]]}), None);
+        let m = Message::of(&e, &origin).unwrap();
+        assert_eq!(m.payload.as_deref(), Some(&br#"{"raw":1} text"#[..]), "a string value is sent as its text, never quoted");
+        assert_eq!(m.content_type(), "text/plain; charset=utf-8");
         assert_eq!(m.origin_key, None);
-        assert_eq!(m.headers, [("a".to_string(), b"1".to_vec())]);
+        assert_eq!(m.headers, [("a".to_string(), Some(b"1".to_vec()))]);
 
-        let whole = entry(serde_json::json!({"capture_id": "c", "stage": "s"}));
-        let m = Message::of(&whole, &Origin::default());
-        assert_eq!(m.payload, br#"{"capture_id":"c","stage":"s"}"#);
+        let tombstone = entry(serde_json::json!({"t": "orders", "k": "ord-1", "v": null}), None);
+        let m = Message::of(&tombstone, &origin).unwrap();
+        assert_eq!((m.body(), m.payload), (Vec::new(), None), "a null value is a tombstone, never the whole record");
+
+        let whole = entry(serde_json::json!({"capture_id": "c", "stage": "s"}), None);
+        let m = Message::of(&whole, &Origin::default()).unwrap();
+        assert_eq!(m.payload.as_deref(), Some(&br#"{"capture_id":"c","stage":"s"}"#[..]));
         assert_eq!((m.topic, m.origin_key, m.headers.len()), (None, None, 0));
+    }
+
+    #[test]
+    fn a_resolved_origin_is_sent_as_resolved() {
+        let resolved = serde_json::json!({"topic": "orders", "key": {"base64": "/w=="}, "value": {"base64": "AAGW6A=="}, "headers": [["h", "v"], ["n", null]]});
+        let e = entry(serde_json::json!({"payload": "ignored"}), Some(resolved));
+        let m = Message::of(&e, &Origin::default()).unwrap();
+        assert_eq!(m.payload.as_deref(), Some(&[0u8, 1, 0x96, 0xe8][..]));
+        assert_eq!(m.content_type(), "application/octet-stream");
+        assert_eq!(m.origin_key.as_deref(), Some(&[0xffu8][..]));
+        assert_eq!(m.headers, [("h".to_string(), Some(b"v".to_vec())), ("n".to_string(), None)]);
+        let bad = entry(serde_json::json!({}), Some(serde_json::json!({"value": 5})));
+        assert!(Message::of(&bad, &Origin::default()).is_err());
     }
 }

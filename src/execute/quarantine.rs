@@ -96,7 +96,7 @@ impl Sink for TargetSink {
                 key,
                 id: line["id"].as_str().unwrap_or(key),
                 record: line,
-                payload: serde_json::to_vec(line)?,
+                payload: Some(serde_json::to_vec(line)?),
                 topic: None,
                 origin_key: Some(key.as_bytes().to_vec()),
                 headers: Vec::new(),

@@ -210,7 +210,15 @@ impl Shared<'_> {
     async fn replay(&self, entry: &Entry) -> Result<Outcome> {
         let (ledger, key) = (self.parts.ledger, entry.key.as_str());
         self.wait_for_rate().await;
-        let message = Message::of(entry, &self.origin);
+        let message = match Message::of(entry, &self.origin) {
+            Ok(message) => message,
+            Err(why) => {
+                ledger.finish(key, Finish::Failed).await?;
+                self.record(true);
+                messages::message(format!("replay of {key} ({}) failed: {why}", entry.id));
+                return Ok(Outcome::Failed);
+            }
+        };
         let Some(delivery) = self.while_claimed(key, self.parts.target.send(&message)).await? else {
             // Stopped, and the grace ran out: the target may or may not have it. Released, so
             // a later run sends it again under the same Idempotency-Key.

@@ -23,6 +23,8 @@ struct EntryCheck {
     attempts: i64,
     max_attempts: i64,
     record: IgnoredAny,
+    #[serde(default)]
+    origin: Option<IgnoredAny>,
 }
 
 /// Checks entry lines and counts their decisions per signature.
@@ -117,6 +119,13 @@ fn scan_entry(line: &str) -> Option<(&str, Decision)> {
     p.ws();
     p.skip_value(1).ok()?;
     p.ws();
+    // A profile with origin fields: what replay sends, resolved at plan time.
+    if p.expect(b",\"origin\":") {
+        if p.peek() != Some(b'{') {
+            return None;
+        }
+        p.skip_value(1).ok()?;
+    }
     (p.expect(b"}") && p.at_end()).then(|| (&line[start..end], decision))
 }
 
@@ -140,10 +149,11 @@ mod tests {
     }
 
     /// Entry lines as `plan` writes them, with escapes, non-ASCII text, nesting and numbers.
-    const LINES: [&str; 3] = [
+    const LINES: [&str; 4] = [
         r#"{"key":"961ec62ed647dc4e","decision":"replay","signature":{"stage":"inference","reject_reason":"timeout","registry_revision":"det-v8.0"},"id":"cap-09bc585a244823f2","attempts":1,"max_attempts":5,"record":{"capture_id":"cap-09bc585a244823f2","store_id":"zürich-hb-03","attempts":1,"trace_id":"851f977347ed6db7aa47e31c02e78edc"}}"#,
         r#"{"key":"0a1b","decision":"poison_uncleared","signature":{"message":"user <*> \"q\" \u00e9\ud83d\ude00","error_type":"KeyError"},"id":"m\\1","attempts":-2,"max_attempts":3,"record":{"a":[1,-2.5e-3,true,false,null,{"m":"x\/y"}],"b":{}}}"#,
         r#"{"key":"k","decision":"poison_attempts","signature":{},"id":"","attempts":0,"max_attempts":0,"record":[]}"#,
+        r#"{"key":"k2","decision":"replay","signature":{"e":"x"},"id":"o/1/2","attempts":0,"max_attempts":3,"record":{"payload":"\u0000\ufffd"},"origin":{"topic":"orders","key":null,"value":{"base64":"AAGW6A=="},"headers":[["h",null]]}}"#,
     ];
 
     #[test]

@@ -136,6 +136,10 @@ pub struct Entry {
     /// message (a category's under routing), sealed with the entry.
     pub max_attempts: i64,
     pub record: Value,
+    /// What replay sends, resolved from the record by the profile's origin fields at plan time
+    /// (`origin::Resolved`); absent for a profile without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Value>,
 }
 
 pub fn hex(bytes: &[u8]) -> String {
@@ -228,7 +232,7 @@ mod tests {
     }
 
     fn entry_line(key: &str, decision: Decision) -> Vec<u8> {
-        let entry = Entry { key: key.into(), decision, signature: Signature(vec![("r".into(), "x".into())]), id: key.into(), attempts: 0, max_attempts: 2, record: serde_json::json!({"id": key}) };
+        let entry = Entry { key: key.into(), decision, signature: Signature(vec![("r".into(), "x".into())]), id: key.into(), attempts: 0, max_attempts: 2, record: serde_json::json!({"id": key}), origin: None };
         let mut line = serde_json::to_vec(&entry).unwrap();
         line.push(b'\n');
         line
@@ -255,7 +259,7 @@ mod tests {
         let padding = "p".repeat(400);
         let decision = |i: usize| Decision::ALL[i % 7 % 3];
         let good = |i: usize| {
-            let entry = Entry { key: format!("k{i}"), decision: decision(i), signature: Signature(vec![("r".into(), (i % 2).to_string())]), id: format!("i{i}"), attempts: 0, max_attempts: 2, record: serde_json::json!({"pad": padding}) };
+            let entry = Entry { key: format!("k{i}"), decision: decision(i), signature: Signature(vec![("r".into(), (i % 2).to_string())]), id: format!("i{i}"), attempts: 0, max_attempts: 2, record: serde_json::json!({"pad": padding}), origin: None };
             let mut line = serde_json::to_vec(&entry).unwrap();
             line.push(b'\n');
             line

@@ -12,6 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::manifest::{Decision, DecisionCounts};
+use crate::origin::{OriginExprs, Seen};
 use crate::profile::classify::CategoryRule;
 use crate::profile::Profile;
 use crate::signature::Signature;
@@ -88,6 +89,8 @@ impl IdempotencyKey {
 }
 
 pub struct Planner<'a> {
+    /// The profile's origin fields, for records read as they are and from aligned chunks.
+    origin: Option<[OriginExprs; 2]>,
     profile: &'a Profile,
     layout: &'a Layout,
     policy: &'a Policy,
@@ -117,6 +120,12 @@ pub struct PlannedBatch<'p> {
     pub lines: Vec<u8>,
     pub counts: DecisionCounts,
     pub entries: u64,
+    /// Which origin fields the batch's records had.
+    pub origin_seen: Seen,
+    /// Records left out because their origin could not be read (a decoding failed): how many,
+    /// and the first few by id with the reason.
+    pub unplanned: u64,
+    pub unplanned_named: Vec<(String, String)>,
     keys: HashMap<Vec<u8>, usize, foldhash::fast::FixedState>,
     plans: Vec<KeyPlan<'p>>,
 }
@@ -148,7 +157,16 @@ impl<'p> PlannedBatch<'p> {
     /// An empty batch whose lines go into `lines` (cleared), to reuse its memory.
     pub fn with_lines(mut lines: Vec<u8>) -> PlannedBatch<'p> {
         lines.clear();
-        PlannedBatch { lines, counts: DecisionCounts::default(), entries: 0, keys: HashMap::default(), plans: Vec::new() }
+        PlannedBatch {
+            lines,
+            counts: DecisionCounts::default(),
+            entries: 0,
+            origin_seen: Seen::default(),
+            unplanned: 0,
+            unplanned_named: Vec::new(),
+            keys: HashMap::default(),
+            plans: Vec::new(),
+        }
     }
 
     /// This batch emptied for another piece, its lines going into `lines` (cleared). The raw
@@ -159,6 +177,9 @@ impl<'p> PlannedBatch<'p> {
         self.lines = lines;
         self.counts = DecisionCounts::default();
         self.entries = 0;
+        self.origin_seen = Seen::default();
+        self.unplanned = 0;
+        self.unplanned_named.clear();
         if self.plans.len() > KEPT_KEYS {
             self.keys.clear();
             self.plans.clear();
@@ -208,7 +229,8 @@ impl<'p> ReviewCounts<'p> {
 
 impl<'a> Planner<'a> {
     pub fn new(profile: &'a Profile, layout: &'a Layout, policy: &'a Policy, fixes: &'a Fixes) -> Planner<'a> {
-        Planner { profile, layout, policy, fixes, signature_fields: profile.signature_names(), known: Mutex::default() }
+        let origin = profile.origin.is_set().then(|| [profile.origin.exprs(false), profile.origin.exprs(true)]);
+        Planner { origin, profile, layout, policy, fixes, signature_fields: profile.signature_names(), known: Mutex::default() }
     }
 
     /// Adds the manifest entry for one record to `batch`, unless the policy's filter leaves
@@ -252,7 +274,20 @@ impl<'a> Planner<'a> {
         } else {
             row.record
         };
-        write_entry(&mut batch.lines, &key, decision, &facts.signature_json, id, attempts, facts.max_attempts, &record);
+        let origin = match &self.origin {
+            None => None,
+            Some(exprs) => match exprs[usize::from(row.aligned)].resolve(&record.raw_json(), &mut batch.origin_seen) {
+                Ok(resolved) => Some(resolved.to_json()),
+                Err(why) => {
+                    batch.unplanned += 1;
+                    if batch.unplanned_named.len() < crate::source::NAMED_REJECTS {
+                        batch.unplanned_named.push((id.to_string(), why));
+                    }
+                    return;
+                }
+            },
+        };
+        write_entry(&mut batch.lines, &key, decision, &facts.signature_json, id, attempts, facts.max_attempts, &record, origin.as_ref());
         plan.counts.add(decision);
         batch.counts.add(decision);
         batch.entries += 1;
@@ -307,7 +342,11 @@ impl<'a> Planner<'a> {
             .map(|(part, field)| match part {
                 Some(part) => part.clone(),
                 None => {
-                    match record.field(field) {
+                    let value = match crate::path::FieldExpr::parse(field) {
+                        Ok(expr) if expr.as_top_level().is_none() => key_field_value(&expr, record),
+                        _ => record.field(field),
+                    };
+                    match value {
                         Some(Value::String(s)) => s.trim().to_string(),
                         Some(Value::Null) | None => String::new(),
                         Some(other) => other.to_string(),
@@ -319,10 +358,21 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// A key field given as a path into the record (not a signature field): its value, text as
+/// text, decoded bytes as their text.
+fn key_field_value(expr: &crate::path::FieldExpr, record: &Record) -> Option<Value> {
+    let raw = record.raw_json();
+    let parsed: Value = serde_json::from_slice(&raw).or_else(|_| serde_json::from_str(&String::from_utf8_lossy(&raw))).ok()?;
+    match expr.value_in(&parsed, &[]).ok()?? {
+        crate::path::Decoded::Json(v) => Some(v),
+        crate::path::Decoded::Bytes(b) => Some(Value::String(String::from_utf8_lossy(&b).into_owned())),
+    }
+}
+
 /// One entry as a manifest line (with its newline), in `Entry`'s field order, byte for byte
 /// what serde_json writes for an `Entry`; the record goes in as it was read.
 #[allow(clippy::too_many_arguments)]
-fn write_entry(out: &mut Vec<u8>, key: &IdempotencyKey, decision: Decision, signature_json: &[u8], id: &str, attempts: i64, max_attempts: i64, record: &Record) {
+fn write_entry(out: &mut Vec<u8>, key: &IdempotencyKey, decision: Decision, signature_json: &[u8], id: &str, attempts: i64, max_attempts: i64, record: &Record, origin: Option<&Value>) {
     out.extend_from_slice(b"{\"key\":\"");
     push_bytes(out, key.digits());
     out.extend_from_slice(b"\",\"decision\":\"");
@@ -337,6 +387,10 @@ fn write_entry(out: &mut Vec<u8>, key: &IdempotencyKey, decision: Decision, sign
     out.extend_from_slice(itoa::Buffer::new().format(max_attempts).as_bytes());
     out.extend_from_slice(b",\"record\":");
     record.write_json(out);
+    if let Some(origin) = origin {
+        out.extend_from_slice(b",\"origin\":");
+        serde_json::to_writer(&mut *out, origin).expect("origins serialise");
+    }
     out.extend_from_slice(b"}\n");
 }
 

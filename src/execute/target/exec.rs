@@ -32,7 +32,7 @@ impl Target for ExecTarget {
         if !message.headers.is_empty() {
             env.push(("DLQF_ORIGIN_HEADERS".to_string(), message.headers_json().to_string()));
         }
-        let body = message.payload.clone();
+        let body = message.body();
         Box::pin(async move {
             let run = tokio::task::spawn_blocking(move || -> std::io::Result<std::process::Output> {
                 let mut child = Command::new(&argv[0])

@@ -21,9 +21,9 @@ impl HttpTarget {
 
     /// POSTs `body` with the key (and any extra headers), retried while the answer says so
     /// (see `Delivery`).
-    pub async fn post(&self, key: &str, body: Vec<u8>, extra: &[(String, String)]) -> Delivery {
+    pub async fn post(&self, key: &str, body: Vec<u8>, content_type: &str, extra: &[(String, String)]) -> Delivery {
         with_retries(&self.retry, || async {
-            let mut request = self.client.post(&self.url).header("Content-Type", "application/json").header("Idempotency-Key", key);
+            let mut request = self.client.post(&self.url).header("Content-Type", content_type).header("Idempotency-Key", key);
             for (name, value) in extra {
                 request = request.header(name.as_str(), value.as_str());
             }
@@ -47,15 +47,18 @@ fn answer(url: &str, status: reqwest::StatusCode) -> Delivery {
 }
 
 impl Target for HttpTarget {
-    /// The payload as the body; the origin key and headers as `X-Dlqf-Origin-Key` and
-    /// `X-Dlqf-Origin-Header-NAME` (those a header can carry).
+    /// The payload as the body (empty for a null value), typed JSON, text or bytes as it is;
+    /// the origin key and headers as `X-Dlqf-Origin-Key` and `X-Dlqf-Origin-Header-NAME` (those
+    /// a header can carry).
     fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery> {
         let mut extra: Vec<(String, String)> = message.origin_key_text().map(|k| ("X-Dlqf-Origin-Key".to_string(), k)).into_iter().collect();
         for (name, value) in &message.headers {
-            extra.push((format!("X-Dlqf-Origin-Header-{name}"), String::from_utf8_lossy(value).into_owned()));
+            if let Some(value) = value {
+                extra.push((format!("X-Dlqf-Origin-Header-{name}"), String::from_utf8_lossy(value).into_owned()));
+            }
         }
         extra.retain(|(name, value)| reqwest::header::HeaderName::try_from(name.as_str()).is_ok() && reqwest::header::HeaderValue::try_from(value.as_str()).is_ok());
-        Box::pin(async move { self.post(message.key, message.payload.clone(), &extra).await })
+        Box::pin(async move { self.post(message.key, message.body(), message.content_type(), &extra).await })
     }
 }
 

@@ -135,9 +135,9 @@ impl KafkaTarget {
             Ok(p) => p,
             Err(failure) => return failure,
         };
-        let mut headers: BTreeMap<String, Vec<u8>> = message.headers.iter().cloned().collect();
+        let mut headers: BTreeMap<String, Vec<u8>> = message.headers.iter().filter_map(|(k, v)| Some((k.clone(), v.clone()?))).collect();
         headers.insert("dlqf-idempotency-key".into(), message.key.as_bytes().to_vec());
-        let record = Record { key: message.origin_key.clone(), value: Some(message.payload.clone()), headers, timestamp: chrono::Utc::now() };
+        let record = Record { key: message.origin_key.clone(), value: message.payload.clone(), headers, timestamp: chrono::Utc::now() };
         match producer.produce(record).await {
             Ok(_) => Delivery::Delivered,
             Err(ProducerError::TooLarge) => Delivery::Rejected(format!("{}: the record is larger than a batch", self.name())),

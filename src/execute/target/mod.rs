@@ -211,8 +211,9 @@ mod tests {
             attempts: 0,
             max_attempts: 3,
             record: serde_json::json!({"a": 1}),
+            origin: None,
         };
-        let message = Message::of(&entry, &crate::manifest::Origin::default());
+        let message = Message::of(&entry, &crate::manifest::Origin::default()).unwrap();
         let send = |spec: &str| run(async { parse(spec, retry(1)).unwrap().send(&message).await });
         assert_eq!(send("exec:true"), Delivery::Delivered);
         assert!(matches!(send("exec:false"), Delivery::Rejected(_)));

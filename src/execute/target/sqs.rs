@@ -160,8 +160,14 @@ async fn send_batch(client: &reqwest::Client, name: &str, url: &str, batch: Vec<
 
 impl Target for SqsTarget {
     fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery> {
+        // An SQS body is text, and never empty.
+        let body = match message.payload.as_deref().map(std::str::from_utf8) {
+            Some(Ok(text)) if !text.is_empty() => text.to_string(),
+            Some(Ok(_)) | None => return Box::pin(async { Delivery::Rejected("an empty or null payload cannot be an SQS message body".into()) }),
+            Some(Err(_)) => return Box::pin(async { Delivery::Rejected("the payload is not UTF-8 text, which an SQS message body must be".into()) }),
+        };
         let mut entry = json!({
-            "MessageBody": String::from_utf8_lossy(&message.payload),
+            "MessageBody": body,
             "MessageAttributes": {"dlqf-idempotency-key": {"DataType": "String", "StringValue": message.key}},
         });
         if self.fifo {
