@@ -1,30 +1,23 @@
 //! `kafka://HOST:PORT[,HOST:PORT…][/TOPIC]`: one record per message on its origin topic (or
-//! TOPIC), with the origin key and headers plus `dlqf-idempotency-key`; keyed records go to
-//! the partition Java's default partitioner picks, so a replay lands where the original did.
-//! Records to one partition are batched; delivered means acknowledged by every in-sync replica.
+//! TOPIC), with the origin key and headers (in order) plus `dlqf-idempotency-key`; keyed
+//! records go to the partition Java's default partitioner picks, so a replay lands where the
+//! original did. Records to one partition are batched (`kafka_produce`); delivered means
+//! acknowledged by every in-sync replica.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use anyhow::{bail, Result};
 use futures_util::future::BoxFuture;
 use rskafka::BackoffConfig;
-use rskafka::client::error::{Error as ClientError, ProtocolError};
+use rskafka::client::error::Error as ClientError;
 use rskafka::client::partition::UnknownTopicHandling;
-use rskafka::client::producer::aggregator::RecordAggregator;
-use rskafka::client::producer::{BatchProducer, BatchProducerBuilder, Error as ProducerError};
 use rskafka::client::{Client, ClientBuilder};
-use rskafka::record::Record;
 use tokio::sync::OnceCell;
 
+use super::kafka_produce::{protocol_failure, Planned, Producer};
 use super::{with_retries, Delivery, Retry, Target};
 use crate::execute::message::Message;
-
-/// How long records wait for others bound to the same partition.
-const LINGER: Duration = Duration::from_millis(1);
-/// The most a batch holds, in bytes.
-const BATCH_BYTES: usize = 1 << 20;
 
 pub struct KafkaTarget {
     brokers: Vec<String>,
@@ -36,11 +29,8 @@ pub struct KafkaTarget {
     partitions: Mutex<HashMap<String, usize>>,
     /// Topics found missing even when asked for by name.
     missing: Mutex<HashSet<String>>,
-    producers: tokio::sync::Mutex<Producers>,
+    producer: Producer,
 }
-
-/// A producer for each topic and partition written to so far.
-type Producers = HashMap<(String, i32), Arc<BatchProducer<RecordAggregator>>>;
 
 impl KafkaTarget {
     /// `HOST:PORT[,HOST:PORT…][/TOPIC]`, the part after `kafka://`.
@@ -51,7 +41,8 @@ impl KafkaTarget {
             bail!("`kafka://{spec}`: no broker (kafka://HOST:PORT[,HOST:PORT…][/TOPIC])");
         }
         let topic = (!topic.is_empty()).then(|| topic.to_string());
-        Ok(KafkaTarget { brokers, topic, retry, client: OnceCell::new(), partitions: Mutex::default(), missing: Mutex::default(), producers: Default::default() })
+        let producer = Producer::new(brokers.clone(), retry.timeout);
+        Ok(KafkaTarget { brokers, topic, retry, client: OnceCell::new(), partitions: Mutex::default(), missing: Mutex::default(), producer })
     }
 
     /// Whether the URL names the topic (a quarantine sink must).
@@ -105,17 +96,6 @@ impl KafkaTarget {
         Ok(known.get(topic).copied().filter(|&n| n > 0))
     }
 
-    async fn producer(&self, client: &Client, topic: &str, partition: i32) -> Result<Arc<BatchProducer<RecordAggregator>>, Delivery> {
-        let mut producers = self.producers.lock().await;
-        if let Some(p) = producers.get(&(topic.to_string(), partition)) {
-            return Ok(p.clone());
-        }
-        let partition_client = client.partition_client(topic, partition, UnknownTopicHandling::Error).await.map_err(|e| self.failure(e))?;
-        let producer = Arc::new(BatchProducerBuilder::new(Arc::new(partition_client)).with_linger(LINGER).build(RecordAggregator::new(BATCH_BYTES)));
-        producers.insert((topic.to_string(), partition), producer.clone());
-        Ok(producer)
-    }
-
     async fn send_once(&self, message: &Message<'_>) -> Delivery {
         let Some(topic) = self.topic.clone().or_else(|| message.topic.clone()) else {
             return Delivery::Rejected(format!("{}: the record names no topic, and the URL none", self.name()));
@@ -131,19 +111,11 @@ impl KafkaTarget {
         // Java's default partitioner for keyed records; the idempotency key spreads the rest.
         let hashed = message.origin_key.as_deref().unwrap_or(message.key.as_bytes());
         let partition = ((murmur2(hashed) & 0x7fff_ffff) as usize % partitions) as i32;
-        let producer = match self.producer(client, &topic, partition).await {
-            Ok(p) => p,
-            Err(failure) => return failure,
-        };
-        let mut headers: BTreeMap<String, Vec<u8>> = message.headers.iter().filter_map(|(k, v)| Some((k.clone(), v.clone()?))).collect();
-        headers.insert("dlqf-idempotency-key".into(), message.key.as_bytes().to_vec());
-        let record = Record { key: message.origin_key.clone(), value: message.payload.clone(), headers, timestamp: chrono::Utc::now() };
-        match producer.produce(record).await {
-            Ok(_) => Delivery::Delivered,
-            Err(ProducerError::TooLarge) => Delivery::Rejected(format!("{}: the record is larger than a batch", self.name())),
-            Err(ProducerError::Client(e)) => self.failure(Arc::try_unwrap(e).unwrap_or_else(|e| ClientError::InvalidResponse(e.to_string()))),
-            Err(e) => Delivery::Transient(format!("{}: {e}", self.name())),
-        }
+        // Headers in the record's order (a null-valued one cannot be sent by this client).
+        let mut headers: Vec<(String, Vec<u8>)> = message.headers.iter().filter_map(|(k, v)| Some((k.clone(), v.clone()?))).collect();
+        headers.push(("dlqf-idempotency-key".into(), message.key.as_bytes().to_vec()));
+        let record = Planned { key: message.origin_key.clone(), value: message.payload.clone(), headers };
+        self.producer.produce(&topic, partition, record).await
     }
 
     /// Whose failure a client error is: unreachable brokers are the target's; a record the
@@ -152,19 +124,8 @@ impl KafkaTarget {
         let why = format!("{}: {e}", self.name());
         match &e {
             ClientError::Connection(_) | ClientError::RetryFailed(_) => Delivery::Down(why),
-            ClientError::ServerError { protocol_error, .. } => match protocol_error {
-                ProtocolError::MessageTooLarge
-                | ProtocolError::CorruptMessage
-                | ProtocolError::InvalidRecord
-                | ProtocolError::RecordListTooLarge
-                | ProtocolError::InvalidTopicException => Delivery::Rejected(why),
-                // A topic that is not there is the brokers' setup, as a missing topic is above.
-                ProtocolError::UnknownTopicOrPartition
-                | ProtocolError::TopicAuthorizationFailed
-                | ProtocolError::ClusterAuthorizationFailed
-                | ProtocolError::SaslAuthenticationFailed => Delivery::Down(why),
-                _ => Delivery::Transient(why),
-            },
+            // A topic that is not there is the brokers' setup, as a missing topic is above.
+            ClientError::ServerError { protocol_error, .. } => protocol_failure(*protocol_error, why),
             _ => Delivery::Transient(why),
         }
     }
@@ -211,6 +172,7 @@ pub fn murmur2(data: &[u8]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rskafka::client::error::ProtocolError;
 
     #[test]
     fn a_missing_topic_is_the_brokers_failure_and_a_bad_record_the_messages() {

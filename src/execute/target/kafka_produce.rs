@@ -1,0 +1,288 @@
+//! Produce requests that carry each record exactly as planned: headers in the record's order,
+//! a name given twice kept twice (rskafka's producer takes headers as a sorted map). Records
+//! bound for one partition wait a millisecond for others and go in one request to its leader;
+//! leaders come from metadata, asked again when a broker says it no longer leads.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rskafka::messenger::Messenger;
+use rskafka::protocol::error::Error as ProtocolError;
+use rskafka::protocol::messages::{MetadataRequest, MetadataRequestTopic, ProduceRequest, ProduceRequestPartitionData, ProduceRequestTopicData};
+use rskafka::protocol::primitives::{Int16, Int32, NullableString, Records, String_};
+use rskafka::protocol::record::{ControlBatchOrRecords, Record, RecordBatch, RecordBatchCompression, RecordBatchTimestampType, RecordHeader};
+use tokio::io::BufStream;
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Mutex};
+
+use super::Delivery;
+
+/// One record as a producer sent it.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub key: Option<Vec<u8>>,
+    /// None: a tombstone.
+    pub value: Option<Vec<u8>>,
+    /// Names and values in order; a name may repeat.
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+impl Planned {
+    fn size(&self) -> usize {
+        self.key.as_ref().map_or(0, Vec::len) + self.value.as_ref().map_or(0, Vec::len) + self.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+    }
+}
+
+type Connection = Arc<Messenger<BufStream<TcpStream>>>;
+
+/// How long records wait for others bound to the same partition.
+const LINGER: Duration = Duration::from_millis(1);
+/// The most a batch holds, in bytes.
+const BATCH_BYTES: usize = 1 << 20;
+/// The largest answer read from a broker.
+const MAX_MESSAGE: usize = 100 << 20;
+
+pub struct Producer {
+    /// `HOST:PORT` of the brokers the URL names.
+    bootstrap: Vec<String>,
+    /// How long one request may take.
+    timeout: Duration,
+    /// Brokers by node id, and partition leaders, as metadata last said.
+    brokers: Mutex<HashMap<i32, String>>,
+    leaders: Mutex<HashMap<(String, i32), i32>>,
+    connections: Mutex<HashMap<String, Connection>>,
+    /// The batch filling for each partition.
+    filling: std::sync::Mutex<HashMap<(String, i32), Arc<Batch>>>,
+}
+
+/// Records bound for one partition, sent together by the first of them.
+struct Batch {
+    records: std::sync::Mutex<Vec<Planned>>,
+    bytes: std::sync::atomic::AtomicUsize,
+    done: watch::Sender<Option<Delivery>>,
+}
+
+impl Producer {
+    pub fn new(bootstrap: Vec<String>, timeout: Duration) -> Producer {
+        Producer {
+            bootstrap,
+            timeout,
+            brokers: Mutex::default(),
+            leaders: Mutex::default(),
+            connections: Mutex::default(),
+            filling: std::sync::Mutex::default(),
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("kafka://{}", self.bootstrap.join(","))
+    }
+
+    /// Sends one record to a partition, in a batch with those sent to it meanwhile; delivered
+    /// means acknowledged by every in-sync replica.
+    pub async fn produce(&self, topic: &str, partition: i32, record: Planned) -> Delivery {
+        let size = record.size();
+        let (batch, first) = {
+            let mut filling = self.filling.lock().expect("filling lock");
+            let slot = (topic.to_string(), partition);
+            match filling.get(&slot) {
+                Some(batch) if batch.bytes.load(std::sync::atomic::Ordering::SeqCst) + size <= BATCH_BYTES => {
+                    batch.records.lock().expect("batch lock").push(record);
+                    batch.bytes.fetch_add(size, std::sync::atomic::Ordering::SeqCst);
+                    (batch.clone(), false)
+                }
+                _ => {
+                    let batch = Arc::new(Batch { records: std::sync::Mutex::new(vec![record]), bytes: size.into(), done: watch::channel(None).0 });
+                    filling.insert(slot, batch.clone());
+                    (batch, true)
+                }
+            }
+        };
+        if first {
+            tokio::time::sleep(LINGER).await;
+            {
+                let mut filling = self.filling.lock().expect("filling lock");
+                let slot = (topic.to_string(), partition);
+                if filling.get(&slot).is_some_and(|b| Arc::ptr_eq(b, &batch)) {
+                    filling.remove(&slot);
+                }
+            }
+            let records = std::mem::take(&mut *batch.records.lock().expect("batch lock"));
+            let delivery = self.send(topic, partition, records).await;
+            batch.done.send_replace(Some(delivery.clone()));
+            return delivery;
+        }
+        let mut done = batch.done.subscribe();
+        let delivery = done.wait_for(Option::is_some).await.map(|d| d.clone());
+        match delivery {
+            Ok(delivery) => delivery.expect("waited for"),
+            Err(_) => Delivery::Transient(format!("{}: the batch was dropped", self.name())),
+        }
+    }
+
+    /// One produce request with `records`, to the partition's leader.
+    async fn send(&self, topic: &str, partition: i32, records: Vec<Planned>) -> Delivery {
+        let leader = match self.leader(topic, partition).await {
+            Ok(leader) => leader,
+            Err(failure) => return failure,
+        };
+        let connection = match self.connect(&leader).await {
+            Ok(c) => c,
+            Err(failure) => return failure,
+        };
+        let request = produce_request(topic, partition, records, self.timeout);
+        let answer = match tokio::time::timeout(self.timeout + Duration::from_secs(1), connection.request(request)).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                self.connections.lock().await.remove(&leader);
+                return Delivery::Transient(format!("{}: {leader}: {e}", self.name()));
+            }
+            Err(_) => {
+                self.connections.lock().await.remove(&leader);
+                return Delivery::Transient(format!("{}: {leader} did not answer within {:?}", self.name(), self.timeout));
+            }
+        };
+        let error = answer.responses.iter().filter(|r| r.name.0 == topic).flat_map(|r| &r.partition_responses).find(|p| p.index.0 == partition).map(|p| p.error);
+        match error {
+            Some(None) => Delivery::Delivered,
+            Some(Some(e)) => {
+                if matches!(e, ProtocolError::NotLeaderOrFollower | ProtocolError::LeaderNotAvailable | ProtocolError::UnknownTopicOrPartition) {
+                    self.leaders.lock().await.remove(&(topic.to_string(), partition));
+                }
+                protocol_failure(e, format!("{}: {topic}/{partition}: {e}", self.name()))
+            }
+            None => Delivery::Transient(format!("{}: the answer left out {topic}/{partition}", self.name())),
+        }
+    }
+
+    /// The address of a partition's leader, asking the brokers when it is not known.
+    async fn leader(&self, topic: &str, partition: i32) -> Result<String, Delivery> {
+        let slot = (topic.to_string(), partition);
+        if let Some(id) = self.leaders.lock().await.get(&slot).copied() {
+            if let Some(address) = self.brokers.lock().await.get(&id).cloned() {
+                return Ok(address);
+            }
+        }
+        self.refresh(topic).await?;
+        let id = self.leaders.lock().await.get(&slot).copied();
+        match id {
+            Some(id) => self.brokers.lock().await.get(&id).cloned().ok_or_else(|| Delivery::Transient(format!("{}: leader {id} of {topic}/{partition} is not among the brokers", self.name()))),
+            None => Err(Delivery::Transient(format!("{}: {topic}/{partition} has no leader now", self.name()))),
+        }
+    }
+
+    /// Asks a bootstrap broker for `topic`'s partitions and the brokers.
+    async fn refresh(&self, topic: &str) -> Result<(), Delivery> {
+        let mut last = None;
+        for address in &self.bootstrap {
+            let connection = match self.connect(address).await {
+                Ok(c) => c,
+                Err(failure) => {
+                    last = Some(failure);
+                    continue;
+                }
+            };
+            let request = MetadataRequest { topics: Some(vec![MetadataRequestTopic { name: String_(topic.to_string()) }]), allow_auto_topic_creation: None };
+            match tokio::time::timeout(self.timeout, connection.request(request)).await {
+                Ok(Ok(answer)) => {
+                    let mut brokers = self.brokers.lock().await;
+                    for b in &answer.brokers {
+                        brokers.insert(b.node_id.0, format!("{}:{}", b.host.0, b.port.0));
+                    }
+                    let mut leaders = self.leaders.lock().await;
+                    for t in answer.topics.iter().filter(|t| t.name.0 == topic) {
+                        for p in &t.partitions {
+                            leaders.insert((topic.to_string(), p.partition_index.0), p.leader_id.0);
+                        }
+                    }
+                    return Ok(());
+                }
+                Ok(Err(e)) => {
+                    self.connections.lock().await.remove(address);
+                    last = Some(Delivery::Down(format!("{}: {address}: {e}", self.name())));
+                }
+                Err(_) => last = Some(Delivery::Down(format!("{}: {address} did not answer within {:?}", self.name(), self.timeout))),
+            }
+        }
+        Err(last.unwrap_or_else(|| Delivery::Down(format!("{}: no broker", self.name()))))
+    }
+
+    /// A connection to `address`, made once and kept.
+    async fn connect(&self, address: &str) -> Result<Connection, Delivery> {
+        let mut connections = self.connections.lock().await;
+        if let Some(c) = connections.get(address) {
+            return Ok(c.clone());
+        }
+        let down = |why: String| Delivery::Down(format!("{}: cannot connect to {address}: {why}", self.name()));
+        let stream = match tokio::time::timeout(self.timeout, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(down(e.to_string())),
+            Err(_) => return Err(down(format!("no answer within {:?}", self.timeout))),
+        };
+        let _ = stream.set_nodelay(true);
+        let mut messenger = Messenger::new(BufStream::new(stream), MAX_MESSAGE, Arc::from("dlqf"));
+        match tokio::time::timeout(self.timeout, messenger.sync_versions()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(down(e.to_string())),
+            Err(_) => return Err(down(format!("no answer within {:?}", self.timeout))),
+        }
+        let connection = Arc::new(messenger);
+        connections.insert(address.to_string(), connection.clone());
+        Ok(connection)
+    }
+}
+
+/// Whose failure a broker's error code is: a record it refuses is the message's; a topic that
+/// is not there, or not ours to write, is the target's setup; the rest may pass.
+pub fn protocol_failure(e: ProtocolError, why: String) -> Delivery {
+    match e {
+        ProtocolError::MessageTooLarge | ProtocolError::CorruptMessage | ProtocolError::InvalidRecord | ProtocolError::RecordListTooLarge | ProtocolError::InvalidTopicException => {
+            Delivery::Rejected(why)
+        }
+        ProtocolError::UnknownTopicOrPartition | ProtocolError::TopicAuthorizationFailed | ProtocolError::ClusterAuthorizationFailed | ProtocolError::SaslAuthenticationFailed => {
+            Delivery::Down(why)
+        }
+        _ => Delivery::Transient(why),
+    }
+}
+
+/// A produce request of one batch (magic 2, uncompressed), acknowledged by all in-sync replicas.
+fn produce_request(topic: &str, partition: i32, records: Vec<Planned>, timeout: Duration) -> ProduceRequest {
+    let now = chrono::Utc::now().timestamp_millis();
+    let n = records.len() as i32;
+    let records = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| Record {
+            timestamp_delta: 0,
+            offset_delta: i as i32,
+            key: r.key,
+            value: r.value,
+            headers: r.headers.into_iter().map(|(key, value)| RecordHeader { key, value }).collect(),
+        })
+        .collect();
+    let batch = RecordBatch {
+        base_offset: 0,
+        partition_leader_epoch: 0,
+        last_offset_delta: n - 1,
+        is_transactional: false,
+        base_sequence: -1,
+        compression: RecordBatchCompression::NoCompression,
+        timestamp_type: RecordBatchTimestampType::CreateTime,
+        producer_id: -1,
+        producer_epoch: -1,
+        first_timestamp: now,
+        max_timestamp: now,
+        records: ControlBatchOrRecords::Records(records),
+    };
+    ProduceRequest {
+        transactional_id: NullableString(None),
+        acks: Int16(-1),
+        timeout_ms: Int32(timeout.as_millis().min(i32::MAX as u128) as i32),
+        topic_data: vec![ProduceRequestTopicData {
+            name: String_(topic.to_string()),
+            partition_data: vec![ProduceRequestPartitionData { index: Int32(partition), records: Records(vec![batch]) }],
+        }],
+    }
+}
