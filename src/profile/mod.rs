@@ -210,8 +210,18 @@ struct ProfileFile {
     idempotency_key: Option<Vec<String>>,
     revision: Option<String>,
     reason: Option<String>,
+    /// Which signature fields a bucket's category is classified from (else the reason).
+    classify: Option<ClassifyFile>,
     #[serde(default)]
     origin: crate::origin::Origin,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassifyFile {
+    #[serde(rename = "type")]
+    error_type: Option<String>,
+    message: String,
 }
 
 #[derive(Deserialize)]
@@ -324,8 +334,19 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
     file.origin.check().map_err(|e| anyhow::anyhow!("profile {origin}: {e}"))?;
     let key_fields = file.idempotency_key.unwrap_or_else(|| names.iter().map(|s| s.to_string()).collect());
     let category_field = signature.iter().find(|s| matches!(s.normalizer, Normalizer::Category { .. }));
+    if let Some(classify) = &file.classify {
+        for name in classify.error_type.iter().chain([&classify.message]) {
+            if !names.contains(&name.as_str()) {
+                bail!("profile {origin}: classify field `{name}` is not one of the signature fields ({})", names.join(", "));
+            }
+        }
+    }
     let category = match (category_field, &file.reason) {
         (Some(f), _) => CategorySource::Field(f.field.clone()),
+        (None, _) if file.classify.is_some() => {
+            let classify = file.classify.as_ref().expect("checked");
+            CategorySource::Classify { type_field: classify.error_type.clone(), message_field: classify.message.clone() }
+        }
         (None, Some(reason)) => CategorySource::Classify { type_field: None, message_field: reason.clone() },
         (None, None) => CategorySource::Classify { type_field: None, message_field: names.last().expect("a signature field").to_string() },
     };
