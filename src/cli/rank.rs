@@ -90,6 +90,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Read::Dumps((groups, hourly)) => (groups.finish(&layout), hourly.map(|h| h.finish(&layout))),
     };
     let mut buckets = rank::ranked(groups, &layout);
+    // A built-in profile's optional fields may well be empty (Pub/Sub keeps no error).
+    if !dlqf::profile::BUILT_IN.contains(&args.input.profile.as_str()) {
+        warn_empty_fields(&profile, &buckets);
+    }
     if let Some(wanted) = &args.explain {
         return explain(&args, wanted, &buckets, &profile);
     }
@@ -129,6 +133,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
     storage.write(&args.output.destination(), &bytes)?;
     let alert = ranking.dominant.as_ref().is_some_and(|d| d.alert);
     Ok(if args.fail_on_dominant && alert { ExitCode::from(EXIT_ALERT) } else { ExitCode::SUCCESS })
+}
+
+/// Says so when an optional signature field is empty in every row read: a path that reads
+/// nothing (a typo, another layout) leaves one bucket where the causes should be.
+fn warn_empty_fields(profile: &dlqf::profile::Profile, buckets: &[rank::RankedBucket]) {
+    let rows: u64 = buckets.iter().map(|b| b.stats.count).sum();
+    if rows == 0 {
+        return;
+    }
+    for (i, field) in profile.signature.iter().enumerate() {
+        if !field.required && buckets.iter().all(|b| b.values[i].is_empty()) {
+            messages::warning(format!("signature field `{}` (`{}`) is missing or empty in all {rows} rows: check the path", field.field, field.expr));
+        }
+    }
 }
 
 /// `--explain`: the bucket named by rank or by one of its values, and its first messages,
