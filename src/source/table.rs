@@ -65,7 +65,8 @@ impl RawTable {
                 ndjson = Some((temp, BufWriter::with_capacity(1 << 20, file)));
             }
             let (temp, out) = ndjson.as_mut().expect("created above");
-            let chunks = jsonl::chunks(&opener, input, compression)?;
+            // An S3-sink chunk's files as one record a line, as every command reads them.
+            let chunks = if input.aligned.is_some() { jsonl::aligned_chunks(storage, input)? } else { jsonl::chunks(&opener, input, compression)? };
             let mut all = chunks.iter();
             let mut piece_tallies = Vec::new();
             loop {
