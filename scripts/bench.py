@@ -388,6 +388,102 @@ def bench_nightly(args):
     return rows
 
 
+# A kcat -J line of a Kafka Connect dead letter (see tests/support/real_dumps.py for the
+# layout's sources): the cause in __connect.errors.* headers, one in twenty payloads binary.
+KCAT_CAUSES = [
+    ("org.apache.kafka.connect.errors.DataException", "Failed to deserialize data for topic payments to Avro: ",
+     "Caused by: org.apache.kafka.common.errors.SerializationException: Unknown magic byte!"),
+    ("org.apache.kafka.connect.errors.DataException", "Failed to deserialize data for topic payments to Avro: ",
+     "Caused by: io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException: Schema {n} not found; error code: 40403"),
+    ("org.apache.kafka.connect.errors.DataException", "Converting byte[] to Kafka Connect data failed due to serialization error of topic orders: ",
+     "Caused by: org.apache.kafka.common.errors.SerializationException: com.fasterxml.jackson.core.JsonParseException: Unexpected character ('x' (code 120))"),
+    ("org.apache.kafka.connect.errors.ConnectException", "Exiting WorkerSinkTask due to unrecoverable exception.",
+     "Caused by: java.sql.BatchUpdateException: Duplicate entry 'ord-{n}' for key 'PRIMARY'"),
+]
+
+
+def kcat_dumps(path_nested, path_flat, rows):
+    """The same rows as kcat writes them (headers a flat [name, value, ...] array) and flat
+    (each header a top-level field), written once."""
+    stamp = path_flat + f".rows-{rows}"
+    if os.path.exists(path_nested) and os.path.exists(stamp):
+        return
+    print(f"generating {path_nested} and its flat twin ({rows} rows) …", file=sys.stderr)
+    with open(path_nested, "wb") as nested, open(path_flat, "wb") as flat:
+        for i in range(rows):
+            cls, message, cause = KCAT_CAUSES[(i * 7919) % len(KCAT_CAUSES)]
+            cause = cause.format(n=10000 + i % 977)
+            trace = f"{cls}: {message}\\n\\tat org.apache.kafka.connect.runtime.WorkerSinkTask.convertAndTransformRecord(WorkerSinkTask.java:{500 + i % 50})\\n{cause}\\n\\t... 13 more\\n"
+            headers = [("traceparent", f"00-{i:032x}-{i:016x}-01"), ("__connect.errors.topic", "payments"), ("__connect.errors.partition", str(i % 12)),
+                       ("__connect.errors.offset", str(1_000_000 + i)), ("__connect.errors.connector.name", "payments-sink"), ("__connect.errors.task.id", "0"),
+                       ("__connect.errors.stage", "VALUE_CONVERTER"), ("__connect.errors.class.name", "io.confluent.connect.avro.AvroConverter"),
+                       ("__connect.errors.exception.class.name", cls), ("__connect.errors.exception.message", message), ("__connect.errors.exception.stacktrace", trace)]
+            payload = (b'"\\u0000\\u0000\\u0000\\u0007\x9c\x81' + str(i).encode() + b'\xfe"') if i % 20 == 0 else (b'"{\\"order_id\\":\\"ord-' + str(i).encode() + b'\\",\\"total\\":' + str(i % 997).encode() + b'}"')
+            head = f'{{"topic":"dlq-payments","partition":{i % 3},"offset":{i},"tstype":"create","ts":{1795849200000 + i * 37},"broker":1,'.encode()
+            tail = f'"key":"ord-{i}","payload":'.encode() + payload + b"}\n"
+            nested.write(head + b'"headers":[' + ",".join(f'"{k}","{v}"' for k, v in headers).encode() + b"]," + tail)
+            flat.write(head + b"".join(f'"{k.replace("__connect.errors.", "errors_").replace(".", "_")}":"{v}",'.encode() for k, v in headers) + tail)
+    open(stamp, "w").close()
+
+
+KCAT_FLAT_PROFILE = """
+name = "kafka-connect-flat"
+id = ["errors_topic", "errors_partition", "errors_offset"]
+id_type = "scalar"
+time = "ts"
+time_format = "epoch_ms"
+[[signature]]
+name = "exception"
+field = "errors_exception_class_name"
+required = false
+[[signature]]
+name = "root_cause"
+field = "errors_exception_stacktrace"
+normalize = "root_cause"
+required = false
+"""
+
+# The exception class alone, nested and flat: what reading a header costs, no normaliser per row.
+KCAT_CLASS_PROFILES = {
+    "nested": 'name = "k"\nid = "offset"\nid_type = "scalar"\ntime = "ts"\ntime_format = "epoch_ms"\n[[signature]]\nname = "exception"\nfield = \'headers."__connect.errors.exception.class.name"\'\n',
+    "flat": 'name = "k"\nid = "offset"\nid_type = "scalar"\ntime = "ts"\ntime_format = "epoch_ms"\n[[signature]]\nname = "exception"\nfield = "errors_exception_class_name"\n',
+}
+
+
+def bench_nested(args):
+    """rank over a kcat-shaped dump (the cause in headers) against the same rows flat: the
+    goal is at most 1.5x. Both with the kafka-connect signature (a root cause per row), and with
+    the exception class alone (reading only)."""
+    nested = os.path.join(args.data, f"kcat-{args.rows}.jsonl")
+    flat = os.path.join(args.data, f"kcat-flat-{args.rows}.jsonl")
+    kcat_dumps(nested, flat, args.rows)
+    for path in (nested, flat):
+        cache_as_read_from_disk(path)
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.data) as work:
+        profiles = {"flat": os.path.join(work, "flat.toml"), "class-nested": os.path.join(work, "cn.toml"), "class-flat": os.path.join(work, "cf.toml")}
+        for name, text in [("flat", KCAT_FLAT_PROFILE), ("class-nested", KCAT_CLASS_PROFILES["nested"]), ("class-flat", KCAT_CLASS_PROFILES["flat"])]:
+            with open(profiles[name], "w") as f:
+                f.write(text)
+        base = [args.dlqf, "--threads", str(args.threads), "rank", "--format", "json", "--no-progress"]
+        for label, a, b in [
+            ("kafka-connect signature (exception class, root cause per row)", base + [nested, "--profile", "kafka-connect"], base + [flat, "--profile", profiles["flat"]]),
+            ("exception class alone", base + [nested, "--profile", profiles["class-nested"]], base + [flat, "--profile", profiles["class-flat"]]),
+        ]:
+            runs = {"nested": [], "flat": []}
+            outputs = {}
+            for _ in range(args.runs):
+                for name, cmd in [("nested", a), ("flat", b)]:
+                    wall, rss, out = measure(cmd)
+                    runs[name].append((wall, rss))
+                    outputs[name] = json.loads(out)
+            same = [x["count"] for x in outputs["nested"]["buckets"]] == [x["count"] for x in outputs["flat"]["buckets"]]
+            med = {n: statistics.median(w for w, _ in r) for n, r in runs.items()}
+            rss = {n: max(m for _, m in r) for n, r in runs.items()}
+            rows.append(f"| {label} | {med['nested']:.2f} s, {rss['nested']:.0f} MiB | {med['flat']:.2f} s, {rss['flat']:.0f} MiB | {med['nested'] / med['flat']:.2f}x (goal 1.5x) | {'same buckets' if same else 'DIFFERENT buckets'} |")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dlqf", required=True)
@@ -401,6 +497,7 @@ def main():
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-brokers", action="store_true")
     ap.add_argument("--skip-nightly", action="store_true")
+    ap.add_argument("--skip-nested", action="store_true")
     args = ap.parse_args()
     if not os.path.exists(GNU_TIME):
         sys.exit(f"{GNU_TIME} (GNU time, Debian's `time` package) measures peak RSS: `make bench` installs it")
@@ -489,6 +586,11 @@ def main():
         print("\n| nightly, from states | wall | peak RSS | comparison |")
         print("|---|---:|---:|---|")
         for row in bench_nightly(args):
+            print(row)
+    if not args.skip_nested:
+        print(f"\n| rank, {args.rows:,} kcat-shaped rows | nested (kcat -J) | flat twin | nested / flat | check |")
+        print("|---|---:|---:|---:|---|")
+        for row in bench_nested(args):
             print(row)
     if os.path.exists(copied):
         os.remove(copied)

@@ -17,6 +17,7 @@ mod postmortem;
 mod profiles;
 mod query;
 mod rank;
+mod real_dumps;
 mod replay;
 mod s3;
 mod sqs;

@@ -5,6 +5,8 @@ usage: kafka.py serve TOPIC...            start 3 brokers, create TOPICs (4 part
                                          marker record), print "BOOTSTRAP host:port,…", and
                                          run until stdin closes
        kafka.py read BOOTSTRAP TOPIC     print every record but the markers as JSON lines
+       kafka.py read-raw BOOTSTRAP TOPIC the same, bytes as base64 (null for a null key or
+                                         value) and headers as [name, base64|null] in order
        kafka.py partitions BOOTSTRAP KEY...
                                          the partition librdkafka's murmur2_random (Java's
                                          default) picks for each key, out of 4
@@ -23,7 +25,10 @@ if cmd == "serve":
     brokers = producer.list_topics(timeout=10).brokers.values()
     print("BOOTSTRAP " + ",".join(f"{b.host}:{b.port}" for b in brokers), flush=True)
     sys.stdin.read()
-elif cmd == "read":
+elif cmd in ("read", "read-raw"):
+    import base64
+    raw = cmd == "read-raw"
+    b64 = lambda b: None if b is None else base64.b64encode(b).decode()
     bootstrap, topic = sys.argv[2], sys.argv[3]
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dlqf-test-reader", "enable.auto.commit": False})
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
@@ -43,6 +48,10 @@ elif cmd == "read":
             ends.pop(msg.partition(), None)
         headers = dict(msg.headers() or [])
         if "marker" in headers:
+            continue
+        if raw:
+            print(json.dumps({"partition": msg.partition(), "key": b64(msg.key()), "value": b64(msg.value()),
+                              "headers": [[k, b64(v)] for k, v in (msg.headers() or [])]}), flush=True)
             continue
         print(json.dumps({
             "partition": msg.partition(),

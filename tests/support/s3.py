@@ -1,6 +1,7 @@
 """Test fixtures in the loopback S3 server (endpoint and credentials from AWS_* variables).
 
 usage: s3.py mkbucket BUCKET | s3.py put BUCKET KEY FILE | s3.py get BUCKET KEY
+       s3.py putdir BUCKET PREFIX DIR      (every file under DIR as PREFIX/its path)
        s3.py split BUCKET PREFIX FILE N    (FILE's lines as N objects PREFIX/part-00000.jsonl, …)
 """
 import os
@@ -22,6 +23,13 @@ elif cmd == "split":
     per = -(-len(lines) // n)
     for i in range(n):
         s3.put_object(Bucket=bucket, Key=f"{prefix}/part-{i:05d}.jsonl", Body=b"".join(lines[i * per:(i + 1) * per]))
+elif cmd == "putdir":
+    bucket, prefix, top = sys.argv[2], sys.argv[3], sys.argv[4]
+    for folder, _, files in os.walk(top):
+        for name in files:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                s3.put_object(Bucket=bucket, Key=f"{prefix}/{os.path.relpath(path, top)}", Body=f.read())
 elif cmd == "get":
     sys.stdout.buffer.write(s3.get_object(Bucket=sys.argv[2], Key=sys.argv[3])["Body"].read())
 else:

@@ -1,0 +1,211 @@
+//! Archives laid out as real dead-letter queues write them (each written from its system's own
+//! documentation by `support/real_dumps.py`, every record labelled with its true cause): the
+//! built-in profiles read every record, group them by cause, and replay Kafka Connect records
+//! to a real Kafka-protocol broker byte for byte.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::kafka::Broker;
+use crate::util::{python, support, Dir};
+
+/// Writes `n` records of `layout` under `dir/name`; returns the truth file's contents.
+fn write(dir: &Dir, layout: &str, name: &str, n: usize, seed: u64) -> Value {
+    let out = Command::new(python()).arg(support("real_dumps.py")).args([layout, dir.join(name).to_str().unwrap(), &n.to_string(), &seed.to_string()]).output().unwrap();
+    assert!(out.status.success(), "real_dumps.py {layout}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&dir.read(&format!("{name}.truth.json"))).unwrap()
+}
+
+const CLEAR_ALL: &str = "clear_all = true\nmax_attempts = 100\n";
+
+/// Every entry's id and signature, from a manifest.
+fn signatures(manifest: &str) -> HashMap<String, String> {
+    manifest.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()).map(|e| (e["id"].as_str().unwrap().to_string(), e["signature"].to_string())).collect()
+}
+
+/// The ids grouped by a labelling, as sets.
+fn groups(labels: &HashMap<String, String>) -> BTreeSet<BTreeSet<String>> {
+    let mut by: HashMap<&str, BTreeSet<String>> = HashMap::new();
+    for (id, label) in labels {
+        by.entry(label).or_default().insert(id.clone());
+    }
+    by.into_values().collect()
+}
+
+#[test]
+#[ignore = "needs the test venv's pyarrow: make test runs it"]
+fn every_layout_is_read_whole_and_grouped_by_its_true_causes() {
+    let dir = Dir::new();
+    dir.create("all.toml", CLEAR_ALL);
+    for (layout, profile) in [
+        ("kcat", "kafka-connect"),
+        ("s3-json", "kafka-connect"),
+        ("s3-parquet", "kafka-connect"),
+        ("lambda", "lambda"),
+        ("sqs", "sqs"),
+        ("pubsub", "pubsub"),
+        ("servicebus", "servicebus"),
+    ] {
+        let n = 1200;
+        let truth = write(&dir, layout, layout, n, 17);
+        let report = dir.command().args(["rank", layout, "--profile", profile, "--format", "json"]).json();
+        assert_eq!((report["total"].as_u64(), report["rejected"].as_u64()), (Some(n as u64), Some(0)), "{layout}: {report}");
+        dir.command().args(["plan", layout, "--profile", profile, "--policy", "all.toml", "-o", &format!("{layout}.m.jsonl")]).ok();
+        let predicted = signatures(&dir.read(&format!("{layout}.m.jsonl")));
+        let want: HashMap<String, String> = truth["ids"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect();
+        assert_eq!(predicted.keys().collect::<BTreeSet<_>>(), want.keys().collect::<BTreeSet<_>>(), "{layout}: every record, by the id the profile gives it");
+        let (got, expected) = (groups(&predicted), groups(&want));
+        assert!(expected.len() >= 3, "{layout}: the dump holds several causes");
+        assert_eq!(got, expected, "{layout}: one bucket per true cause, no more, no less");
+        // The report's buckets are those groups, counted.
+        let counts: BTreeSet<u64> = report["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
+        assert_eq!(counts, expected.iter().map(|g| g.len() as u64).collect(), "{layout}");
+    }
+}
+
+#[test]
+#[ignore = "needs the test venv's pyarrow: make test runs it"]
+fn times_come_from_epoch_numbers_http_dates_and_partition_folders() {
+    let dir = Dir::new();
+    for (layout, profile) in [("kcat", "kafka-connect"), ("s3-json", "kafka-connect"), ("sqs", "sqs"), ("servicebus", "servicebus")] {
+        write(&dir, layout, layout, 50, 3);
+        let report = dir.command().args(["rank", layout, "--profile", profile, "--format", "json"]).json();
+        let first = report["buckets"].as_array().unwrap().iter().map(|b| b["first_seen"].as_str().unwrap().to_string()).min().unwrap();
+        // The generator's records start at 2026-11-28T07:00:00Z, a few seconds apart; the S3
+        // sink's records carry no time but their dt=2026-11-28/hour=07 folder's.
+        assert!(first.starts_with("2026-11-28T07:00:"), "{layout}: {first}");
+    }
+}
+
+#[test]
+#[ignore = "needs the test venv's pyarrow: make test runs it"]
+fn an_s3_sink_chunk_in_parquet_reads_as_its_json_twin() {
+    let dir = Dir::new();
+    write(&dir, "s3-json", "json", 300, 5);
+    write(&dir, "s3-parquet", "parquet", 300, 5);
+    dir.create("all.toml", CLEAR_ALL);
+    let rank = |name: &str| dir.command().args(["rank", name, "--profile", "kafka-connect", "--format", "json"]).ok();
+    assert_eq!(rank("json"), rank("parquet"));
+    for name in ["json", "parquet"] {
+        dir.command().args(["plan", name, "--profile", "kafka-connect", "--policy", "all.toml", "-o", &format!("{name}.m.jsonl")]).ok();
+    }
+    let origins = |name: &str| -> BTreeMap<String, Value> {
+        dir.read(&format!("{name}.m.jsonl")).lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()).map(|e| (e["id"].as_str().unwrap().to_string(), e["origin"].clone())).collect()
+    };
+    assert_eq!(origins("json"), origins("parquet"), "the same bytes to replay from either format");
+}
+
+/// The base64 of a resolved origin's bytes (text or {"base64": …}), as the truth file has them.
+fn b64(value: &Value) -> Value {
+    use base64_text::encode;
+    match value {
+        Value::Null => Value::Null,
+        Value::String(s) => Value::String(encode(s.as_bytes())),
+        Value::Object(o) => o["base64"].clone(),
+        other => panic!("not bytes: {other}"),
+    }
+}
+
+/// A tiny base64 encoder for the tests (standard alphabet, padded).
+mod base64_text {
+    pub fn encode(bytes: &[u8]) -> String {
+        const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+            for i in 0..4 {
+                out.push(if i <= chunk.len() { A[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' });
+            }
+        }
+        out
+    }
+}
+
+#[test]
+#[ignore = "needs the test venv's pyarrow: make test runs it"]
+fn plans_carry_the_original_key_payload_and_headers_of_every_record() {
+    let dir = Dir::new();
+    dir.create("all.toml", CLEAR_ALL);
+    for layout in ["kcat", "s3-json", "s3-parquet"] {
+        let truth = write(&dir, layout, layout, 400, 11);
+        dir.command().args(["plan", layout, "--profile", "kafka-connect", "--policy", "all.toml", "-o", &format!("{layout}.m.jsonl")]).ok();
+        let mut checked = 0;
+        for line in dir.read(&format!("{layout}.m.jsonl")).lines().skip(1) {
+            let entry: Value = serde_json::from_str(line).unwrap();
+            let origin = &entry["origin"];
+            let want = &truth["records"][entry["id"].as_str().unwrap()];
+            let headers: Vec<Value> = origin["headers"].as_array().unwrap().iter().map(|h| serde_json::json!([h[0], b64(&h[1])])).collect();
+            assert_eq!(
+                (&origin["topic"], b64(&origin["key"]), b64(&origin["value"]), Value::Array(headers)),
+                (&want["topic"], want["key"].clone(), want["value"].clone(), want["headers"].clone()),
+                "{layout}: {line}"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 400);
+    }
+    // Tombstones are planned as null values, never the whole record.
+    let kcat = dir.read("kcat.m.jsonl");
+    assert!(kcat.lines().skip(1).any(|l| serde_json::from_str::<Value>(l).unwrap()["origin"]["value"].is_null()));
+}
+
+#[test]
+#[ignore = "needs confluent-kafka's mock broker: make test runs it"]
+fn kafka_connect_records_replay_byte_for_byte_tombstones_as_tombstones() {
+    for layout in ["kcat", "s3-json"] {
+        let dir = Dir::new();
+        let broker = Broker::start(&["payments"]);
+        let truth = write(&dir, layout, "dump", 240, 23);
+        dir.create("all.toml", CLEAR_ALL);
+        dir.command().args(["plan", "dump", "--profile", "kafka-connect", "--policy", "all.toml", "-o", "m.jsonl"]).ok();
+        let run = dir.command().args(["execute", "m.jsonl", "--target", &broker.url(None), "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).run();
+        assert_eq!(run.code, 0, "{layout}: {}", run.stderr);
+        let out = Command::new(python()).arg(support("kafka.py")).args(["read-raw", &broker.bootstrap, "payments"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let read: Vec<Value> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(read.len(), 240, "{layout}: every record once");
+        // Each record read back is one of the originals: key, value and headers in their order
+        // (less dlqf's own, last) byte for byte; matched up as a whole, as no field names it.
+        let mut want: Vec<String> = truth["records"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|r| serde_json::json!({"key": r["key"], "value": r["value"], "headers": r["headers"]}).to_string())
+            .collect();
+        let mut got: Vec<String> = read
+            .iter()
+            .map(|r| {
+                let mut headers = r["headers"].as_array().unwrap().clone();
+                assert_eq!(headers.pop().map(|h| h[0].clone()), Some(Value::from("dlqf-idempotency-key")), "dlqf's header comes last");
+                serde_json::json!({"key": r["key"], "value": r["value"], "headers": headers}).to_string()
+            })
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{layout}");
+        if layout == "kcat" {
+            // (The S3 sink writes no tombstones where it stores keys.)
+            assert!(read.iter().any(|r| r["value"].is_null()), "{layout}: tombstones arrive as null values");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
+fn an_s3_sink_archive_in_s3_reads_as_on_disk() {
+    let dir = Dir::new();
+    write(&dir, "s3-json", "local", 450, 9);
+    let bucket = format!("dlqf-sink-{}", std::process::id());
+    let s3 = |args: &[&str]| {
+        let out = Command::new(python()).arg(support("s3.py")).args(args).output().unwrap();
+        assert!(out.status.success(), "s3.py {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    s3(&["mkbucket", &bucket]);
+    s3(&["putdir", &bucket, "archive", dir.join("local").to_str().unwrap()]);
+    let rank = |input: &str| dir.command().args(["rank", input, "--profile", "kafka-connect", "--format", "json"]).json();
+    let (local, remote) = (rank("local"), rank(&format!("s3://{bucket}/archive/")));
+    assert_eq!(remote["total"], 450);
+    assert_eq!(remote["buckets"], local["buckets"], "values, keys and headers objects of a chunk read together, times from the dt=/hour= prefixes");
+}
