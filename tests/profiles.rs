@@ -144,8 +144,9 @@ required = false
     let bucket = json_report["buckets"].as_array().unwrap().iter().find(|b| b["signature"]["kind"] == "Timeout" && b["signature"]["stage"] == "parse" && b["signature"]["first_tag"] == "t0").unwrap();
     // (`7 ms` is one duration to the templates.)
     assert_eq!(bucket["signature"]["message"], "Timeout failure for order <*> after <*>");
-    // i = 0 is the first of its bucket: id from two fields, time from epoch milliseconds.
-    assert_eq!((&bucket["example_id"], &bucket["first_seen"]), (&json!("orders/0"), &json!("2026-10-21T00:00:00Z")));
+    // i = 0 is the first of its bucket: id from two fields, time from epoch milliseconds
+    // (1792454400 s is 2026-10-20T00:00:00Z: Python's datetime.utcfromtimestamp).
+    assert_eq!((&bucket["example_id"], &bucket["first_seen"]), (&json!("orders/0"), &json!("2026-10-20T00:00:00Z")));
     assert_eq!(bucket["count"], 25);
 }
 

@@ -9,21 +9,25 @@ use crate::raw_json;
 /// The members whose array holds the records of a wrapper object.
 const WRAPPERS: [&str; 7] = ["Messages", "receivedMessages", "Records", "records", "messages", "items", "Items"];
 
-/// Whether a text that starts with `head` is a JSON document rather than JSON lines: it opens
-/// an array, or its first line opens an object that the line does not close.
+/// Whether a text that starts with `head` may be a JSON document rather than JSON lines: its
+/// first line opens an object or array that the line does not close, or it is one line holding
+/// an array. (`to_lines` then decides: anything but a sequence of valid values is read as lines,
+/// so a truncated first line of a JSON-lines dump stays a rejected line.)
 pub fn is_document(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
-    let start = head.iter().position(|b| !b.is_ascii_whitespace());
-    match start.map(|s| (s, head[s])) {
-        Some((_, b'[')) => true,
-        Some((s, b'{')) => match head[s..].iter().position(|&b| b == b'\n') {
-            // A first line longer than the head says nothing: read as lines.
-            None => false,
-            Some(nl) => raw_json::value_end(&head[s..s + nl], 0).is_none(),
-        },
-        _ => false,
+    let Some(s) = head.iter().position(|b| !b.is_ascii_whitespace()) else { return false };
+    if !matches!(head[s], b'{' | b'[') {
+        return false;
+    }
+    match head[s..].iter().position(|&b| b == b'\n') {
+        // One line: an array is a document; an object is one record either way.
+        None => head[s] == b'[' && head.len() < HEAD_LIMIT,
+        Some(nl) => raw_json::value_end(&head[s..s + nl], 0).is_none(),
     }
 }
+
+/// A head this long without a newline may be a long first line, not the whole text.
+const HEAD_LIMIT: usize = 64 << 10;
 
 /// The records of a document as JSON lines, each on the line its record starts on (blank lines
 /// before it), or None when the text is not a sequence of JSON values.
@@ -36,6 +40,7 @@ pub fn to_lines(text: &[u8]) -> Option<Vec<u8>> {
     while pos < text.len() {
         let end = raw_json::value_end(text, pos)?;
         let value = &text[pos..end];
+        serde_json::from_slice::<serde::de::IgnoredAny>(value).ok()?;
         for record in records(value)? {
             let at = record.as_ptr() as usize - text_start;
             line += text[counted_to..at].iter().filter(|&&b| b == b'\n').count();
@@ -96,5 +101,8 @@ mod tests {
         assert_eq!(to_lines(b"[]").unwrap(), b"");
         assert_eq!(to_lines(b"{\"receivedMessages\": []}").unwrap(), b"");
         assert!(to_lines(b"[{\"a\": 1}").is_none());
+        // A JSON-lines dump whose first line is cut short is no document.
+        assert!(to_lines(b"{\"a\": 1, \"b\n{\"a\": 2}\n{\"a\": 3}\n").is_none());
+        assert!(!is_document(b"[1, 2]\n{\"a\": 1}\n"));
     }
 }
