@@ -2,7 +2,7 @@
 //! line's syntax like a full parser, but never builds values it does not need.
 
 use super::json_shape::{Shape, ShapeRecorder};
-use super::json_tree::FieldTree;
+use super::json_tree::{FieldTree, NODE};
 use super::layout::Cell;
 use crate::json_scan::{Kernel, Parser};
 
@@ -95,10 +95,12 @@ impl<'n> FieldPicker<'n> {
         cells.iter_mut().for_each(|c| *c = Cell::Missing);
         let mut shape = ShapeRecorder::default();
         self.parse(&mut p, cells, Some(&mut shape))?;
+        // A line whose shape could not be taken down (a header's value before its name).
+        let Some(shape) = shape.finish(line) else { return Ok(()) };
         if self.shapes.len() == SHAPES {
             self.shapes.pop();
         }
-        self.shapes.insert(0, shape.finish(line));
+        self.shapes.insert(0, shape);
         Ok(())
     }
 
@@ -112,7 +114,7 @@ impl<'n> FieldPicker<'n> {
         if self.cells_of_first {
             // SAFETY: the last line was read raw, so the kernel is AVX2, only ever chosen on a
             // CPU that has AVX2 and BMI1.
-            if let Some((end, borrowed)) = unsafe { self.shapes[0].read_raw(chunk, start, cells) } {
+            if let Some((end, borrowed)) = unsafe { self.shapes[0].read_raw(chunk, start, cells, self.tree) } {
                 self.cells_of_first = borrowed;
                 return Some(end);
             }
@@ -129,7 +131,7 @@ impl<'n> FieldPicker<'n> {
             for i in from..self.shapes.len() {
                 cells.iter_mut().for_each(|c| *c = Cell::Missing);
                 // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2 and BMI1.
-                if let Some((end, borrowed)) = unsafe { self.shapes[i].read_raw(chunk, start, cells) } {
+                if let Some((end, borrowed)) = unsafe { self.shapes[i].read_raw(chunk, start, cells, self.tree) } {
                     self.shapes[..=i].rotate_right(1);
                     self.misses = 0;
                     self.cells_of_first = borrowed;
@@ -209,17 +211,23 @@ impl<'n> FieldPicker<'n> {
                 return Err(p.error("expected `:`"));
             }
             p.ws();
-            if let Some(shape) = shape.as_deref_mut() {
-                shape.value_at(p.bytes(), p.pos(), slot);
-            }
             match slot {
-                Some(i) => self.tree.read(i, p, cells)?,
-                // Most unnamed values are strings: skipped here without `skip_value`'s call.
-                None if p.peek() == Some(b'"') => p.skip_string()?,
-                None => p.skip_value(1)?,
-            }
-            if let Some(shape) = shape.as_deref_mut() {
-                shape.value_end(p.bytes(), p.pos());
+                // A node's leaves are the shape's steps, taken down as the tree walks them.
+                Some(i) if i >= NODE => self.tree.read_recording(i, p, cells, shape.as_deref_mut())?,
+                _ => {
+                    if let Some(shape) = shape.as_deref_mut() {
+                        shape.value_at(p.bytes(), p.pos(), slot);
+                    }
+                    match slot {
+                        Some(i) => self.tree.read(i, p, cells)?,
+                        // Most unnamed values are strings: skipped here without `skip_value`'s call.
+                        None if p.peek() == Some(b'"') => p.skip_string()?,
+                        None => p.skip_value(1)?,
+                    }
+                    if let Some(shape) = shape.as_deref_mut() {
+                        shape.value_end(p.bytes(), p.pos());
+                    }
+                }
             }
             if p.comma_or_close(b'}')? {
                 break;
@@ -729,6 +737,150 @@ mod tests {
                     check(&line);
                     check_with(&mut shared, &line);
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod nested_tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::path::{FieldExpr, Step};
+
+    fn leaves(paths: &[&str]) -> Vec<Vec<Step>> {
+        paths.iter().map(|t| FieldExpr::parse(t).unwrap().alternatives.remove(0).path).collect()
+    }
+
+    fn owned(cells: Vec<Cell>) -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .map(|c| match c {
+                Cell::Str(s) => Cell::Str(Cow::Owned(s.into_owned())),
+                Cell::Missing => Cell::Missing,
+                Cell::Null => Cell::Null,
+                Cell::Int(v) => Cell::Int(v),
+                Cell::Float(v) => Cell::Float(v),
+                Cell::Bool(v) => Cell::Bool(v),
+                Cell::Time(v) => Cell::Time(v),
+                Cell::Nested(kind) => Cell::Nested(kind),
+            })
+            .collect()
+    }
+
+    /// What serde_json finds at each path of a line of text: nothing unless it is an object.
+    fn reference(text: &str, leaves: &[Vec<Step>]) -> Option<Vec<Cell<'static>>> {
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        value.as_object()?;
+        Some(
+            leaves
+                .iter()
+                .map(|path| match crate::path::lookup(&value, path) {
+                    None => Cell::Missing,
+                    Some(serde_json::Value::Null) => Cell::Null,
+                    Some(serde_json::Value::String(s)) => Cell::Str(Cow::Owned(s.clone())),
+                    Some(serde_json::Value::Bool(b)) => Cell::Bool(*b),
+                    Some(serde_json::Value::Number(x)) => x.as_i64().map(Cell::Int).unwrap_or(Cell::Float(x.as_f64().unwrap())),
+                    Some(serde_json::Value::Object(_)) => Cell::Nested("object"),
+                    Some(serde_json::Value::Array(_)) => Cell::Nested("array"),
+                })
+                .collect(),
+        )
+    }
+
+    /// A line read as the decoder reads it (raw when a kept shape fits, with another line after
+    /// it, else in full, as bytes when it is not UTF-8), into cells the picker's last line left.
+    fn decode(picker: &mut FieldPicker, line: &[u8], cells: &mut Vec<Cell<'static>>) -> Option<Vec<Cell<'static>>> {
+        let chunk: &'static [u8] = Box::leak([line, b"\n", NEXT].concat().into_boxed_slice());
+        let mut work: Vec<Cell> = std::mem::take(cells);
+        let picked = match picker.read_raw(chunk, 0, &mut work) {
+            Some(end) => {
+                assert_eq!(end, line.len(), "a line read raw ends at its end: {:?}", String::from_utf8_lossy(line));
+                assert!(std::str::from_utf8(&chunk[..end]).is_ok(), "a line read raw is UTF-8");
+                Ok(())
+            }
+            None => match std::str::from_utf8(&chunk[..line.len()]) {
+                Ok(text) => picker.pick(text, &mut work),
+                Err(_) => picker.pick_bytes(&chunk[..line.len()], &mut work),
+            },
+        };
+        let result = picked.ok().map(|()| owned(work.clone()));
+        // The cells go on to the next line as they are, as the decoder's do.
+        *cells = work;
+        result
+    }
+
+    const NEXT: &[u8] = br#"{"ts":1,"h":["k.a","the next line, long enough to keep the line before from the chunk's end"],"s":"x"}"#;
+
+    /// Lines holding nested values, named through paths (a header collection, members) and
+    /// not, read raw by the shape of the line before them and in full, agree with serde_json,
+    /// as do all the single-byte mutations of one of them; a header a line lacks is never the
+    /// line before's.
+    #[test]
+    fn nested_lines_read_raw_agree_with_serde_json() {
+        let leaves = leaves(&["ts", r#"h."k.a""#, "h.b", "o.x", "s"]);
+        let tree = FieldTree::new(&leaves);
+        let lines: [&str; 10] = [
+            r#"{"ts":17,"h":["k.a","v1","b","v2"],"u":{"deep":[1,2,{"q":"é"}]},"o":{"x":"y"},"s":"t"}"#,
+            r#"{"ts":18,"h":["k.a","v9"],"u":{"deep":[1,2,{"q":"e"}]},"o":{"x":"z"},"s":"t"}"#,
+            r#"{"ts":19,"h":[{"key":"b","value":"w"}],"u":[],"o":{"x":null},"s":"t2"}"#,
+            r#"{"ts":20,"h":"not a list","u":{},"o":[1],"s":"t3"}"#,
+            r#"{"ts":21,"h":["k.a","a\"q","b",{"n":1}],"u":{"deep":"\u00e9"},"o":{"x":"y"},"s":"t"}"#,
+            r#"{"ts":22,"h":["k.a","v1","b","v2"],"u":{"deep":[1,2,{"q":"é"}]},"o":{"x":"y"},"s":"t"} "#,
+            r#"{"ts":23,"h":["k.a","v1","b","v2"],"u":{"deep":[1,2,{"q":"é"},]},"o":{"x":"y"},"s":"t"}"#,
+            r#"{"ts":24,"h":["k.a","v1","b"],"u":{"deep":[1,2,{"q":"é"}]},"o":{"x":"y"},"s":"t"}"#,
+            r#"{"ts":25,"h":[{"value":"late","key":"b"},{"key":"k.a","value":"early"}],"u":1,"o":{"x":"y"},"s":"t"}"#,
+            r#"{"ts":26,"h":[["b","pair"],["k.a","p2","extra"]],"u":1,"o":{"x":"y"},"s":"t"}"#,
+        ];
+        for kernel in crate::json_scan::Kernel::available() {
+            for first in lines {
+                for second in lines {
+                    let mut picker = FieldPicker::with_kernel(&tree, kernel);
+                    let mut cells = vec![Cell::Missing; leaves.len()];
+                    for line in [first, second, second] {
+                        assert_eq!(decode(&mut picker, line.as_bytes(), &mut cells), reference(line, &leaves), "{kernel:?}: {first} then {line}");
+                    }
+                }
+            }
+            // A line of the shape of the one before (the same names and headers, in the same
+            // order) is read raw, its nested values within it; one with other headers is not.
+            if kernel == crate::json_scan::Kernel::Avx2 {
+                let mut picker = FieldPicker::with_kernel(&tree, kernel);
+                let mut cells = vec![Cell::Missing; leaves.len()];
+                decode(&mut picker, lines[0].as_bytes(), &mut cells);
+                let same = r#"{"ts":99,"h":["k.a","other","b","values"],"u":{"deep":[7,{"q":"ü"}]},"o":{"x":"w"},"s":"t9"}"#;
+                let chunk = [same.as_bytes(), b"\n", NEXT].concat();
+                let mut fresh = vec![Cell::Missing; leaves.len()];
+                assert_eq!(picker.read_raw(&chunk, 0, &mut fresh), Some(same.len()));
+                assert_eq!(Some(owned(fresh)), reference(same, &leaves));
+                let chunk = [lines[1].as_bytes(), b"\n", NEXT].concat();
+                let mut fresh = vec![Cell::Missing; leaves.len()];
+                assert_eq!(picker.read_raw(&chunk, 0, &mut fresh), None);
+            }
+            // Every byte of a line replaced by every other value, each read after the line
+            // itself (so by its shape, raw where it can be).
+            let line = lines[0].as_bytes();
+            let mut picker = FieldPicker::with_kernel(&tree, kernel);
+            let mut cells = vec![Cell::Missing; leaves.len()];
+            let mut mutated = line.to_vec();
+            for i in 0..line.len() {
+                for r in (0..=255u8).filter(|&r| r != line[i] && r != b'\n') {
+                    mutated[i] = r;
+                    let got = decode(&mut picker, &mutated, &mut cells);
+                    match std::str::from_utf8(&mutated) {
+                        Ok(text) => assert_eq!(got, reference(text, &leaves), "{kernel:?}: {text:?}"),
+                        // Not UTF-8: read only if the bad byte is in a string nobody keeps, and
+                        // then as serde_json reads it with the byte replaced.
+                        Err(_) => {
+                            if got.is_some() {
+                                assert_eq!(got, reference(&String::from_utf8_lossy(&mutated), &leaves), "{kernel:?}: {:?}", String::from_utf8_lossy(&mutated));
+                            }
+                        }
+                    }
+                    assert_eq!(decode(&mut picker, line, &mut cells), reference(lines[0], &leaves));
+                }
+                mutated[i] = line[i];
             }
         }
     }

@@ -37,6 +37,8 @@ struct Step {
     before: Vec<u8>,
     /// The value is a string, and `before` ends with its opening quote.
     string: bool,
+    /// The value was an object or array, or fills a node of the field tree.
+    nested: bool,
     /// The cell the value fills, if it is a named field.
     slot: Option<usize>,
 }
@@ -67,6 +69,9 @@ enum RawValue {
     String,
     /// An integer or a literal (see `plain_scalar`).
     Scalar,
+    /// An object or array (skipped and checked, or named as such), or any value whose slot is
+    /// a node of the field tree (walked): read by the parser, within the line.
+    Nested,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -168,7 +173,7 @@ impl Shape {
     /// The CPU must have AVX2 and BMI1.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1")]
-    pub unsafe fn read_raw<'a>(&self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<(usize, bool)> {
+    pub unsafe fn read_raw<'a>(&self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>], tree: &FieldTree) -> Option<(usize, bool)> {
         // A piece that starts at or before `limit` has its 32 bytes in the chunk, and so have
         // the first 32 of the value after it.
         let limit = chunk.len().checked_sub(64)?;
@@ -223,6 +228,13 @@ impl Shape {
                     }
                     pos = end + 1;
                 }
+                RawValue::Nested => {
+                    let (end, owns) = nested_value(chunk, pos, step.slot, cells, tree)?;
+                    borrowed &= !owns;
+                    // Checked as UTF-8 with the unnamed strings (a walk checks only what it keeps).
+                    high = (high.0.min(pos), high.1.max(end));
+                    pos = end;
+                }
                 RawValue::Scalar => {
                     // SAFETY: `pos <= limit + 32`: it and the byte after are inside the chunk.
                     let (first, next) = unsafe { (*chunk.get_unchecked(pos), *chunk.get_unchecked(pos + 1)) };
@@ -250,6 +262,32 @@ impl Shape {
         }
         Some((pos, borrowed))
     }
+}
+
+/// The value at `pos` where the shape's line had an object or array (or a node's value), read
+/// by the parser within the line: a node walked into its cells, a named value read as a cell,
+/// an unnamed one checked and skipped. Where it ends, and whether a named cell now owns its
+/// string; None when it is not a valid value.
+#[cfg(target_arch = "x86_64")]
+#[cold]
+fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a>], tree: &FieldTree) -> Option<(usize, bool)> {
+    use crate::json_scan::Kernel;
+    let line_end = memchr::memchr(b'\n', &chunk[pos..]).map_or(chunk.len(), |i| pos + i);
+    // Only the AVX2 kernel reads lines raw.
+    let mut p = Parser::over_bytes(&chunk[..line_end], Kernel::Avx2);
+    p.seek(pos);
+    let mut owns = false;
+    match slot {
+        NO_SLOT => p.skip_value(1).ok()?,
+        // A node's cells are set by assignment (a walk may leave strings it owns).
+        slot if slot as usize >= NODE => tree.read(slot as usize, &mut p, cells).ok()?,
+        slot => {
+            let cell = super::json_fields::value_at(&mut p, 1).ok()?;
+            owns = matches!(cell, Cell::Str(Cow::Owned(_)));
+            overwrite(&mut cells[slot as usize], cell);
+        }
+    }
+    Some((p.pos(), owns))
 }
 
 /// A string with an escape, from its first byte at `from` and its first escape at `escape`:
@@ -325,38 +363,48 @@ pub(super) struct ShapeRecorder {
     /// Where the last value started.
     value_start: usize,
     raw: bool,
+    /// The line was walked out of order (a header's value before its name): no shape.
+    spoilt: bool,
 }
 
 impl Default for ShapeRecorder {
     fn default() -> ShapeRecorder {
-        ShapeRecorder { steps: Vec::new(), mark: 0, value_start: 0, raw: true }
+        ShapeRecorder { steps: Vec::new(), mark: 0, value_start: 0, raw: true, spoilt: false }
     }
 }
 
 impl ShapeRecorder {
     /// A value of `line` starts at `start` and fills `slot`.
     pub fn value_at(&mut self, line: &[u8], start: usize, slot: Option<usize>) {
-        // A node's value is walked whole, whatever it is; a line holding one is not read raw.
+        // A node's value is walked whole, whatever it is.
         let node = slot.is_some_and(|s| s >= NODE);
         let string = line.get(start) == Some(&b'"') && !node;
-        self.raw &= !node;
+        let nested = node || matches!(line.get(start), Some(b'{' | b'['));
         let end = if string { start + 1 } else { start };
-        self.steps.push(Step { before: line[self.mark..end].to_vec(), string, slot });
+        self.steps.push(Step { before: line[self.mark..end].to_vec(), string, nested, slot });
         self.mark = end;
         self.value_start = start;
     }
 
     /// The value last started ends before `end`.
     pub fn value_end(&mut self, line: &[u8], end: usize) {
-        let string = self.steps.last().is_some_and(|s| s.string);
-        if !string && plain_scalar(line, self.value_start).is_none_or(|(_, e)| e != end) {
+        let plain = self.steps.last().is_some_and(|s| s.string || s.nested);
+        if !plain && plain_scalar(line, self.value_start).is_none_or(|(_, e)| e != end) {
             self.raw = false;
         }
         self.mark = end;
     }
 
-    /// The shape of `line`, whose last value has ended.
-    pub fn finish(self, line: &[u8]) -> Shape {
+    /// The line is not read in order: no shape can be taken from it.
+    pub fn spoil(&mut self) {
+        self.spoilt = true;
+    }
+
+    /// The shape of `line`, whose last value has ended (None if it was spoilt).
+    pub fn finish(self, line: &[u8]) -> Option<Shape> {
+        if self.spoilt {
+            return None;
+        }
         let tail = line[self.mark..].to_vec();
         // Not read raw: a key given twice (`read_raw` sets some strings last, and the last
         // value must win), or a tail ending in `\r` (the line cutter takes one off the end).
@@ -364,7 +412,13 @@ impl ShapeRecorder {
         let repeated = (1..slots.len()).any(|i| slots[..i].contains(&slots[i]));
         let raw = if self.raw && !repeated && !tail.ends_with(b"\r") {
             let values = self.steps.iter().flat_map(|step| {
-                let value = if step.string { RawValue::String } else { RawValue::Scalar };
+                let value = if step.string {
+                    RawValue::String
+                } else if step.nested {
+                    RawValue::Nested
+                } else {
+                    RawValue::Scalar
+                };
                 RawStep::pieces(&step.before, value, step.slot)
             });
             let tail_pieces = RawStep::pieces(&tail, RawValue::None, None);
@@ -372,7 +426,8 @@ impl ShapeRecorder {
         } else {
             Vec::new()
         };
-        let cells = slots.iter().max().map_or(0, |&slot| slot + 1);
-        Shape { steps: self.steps, tail, raw, cells }
+        // Node slots stand for their tree's cells, which the tree bounds itself.
+        let cells = slots.iter().filter(|&&slot| slot < NODE).max().map_or(0, |&slot| slot + 1);
+        Some(Shape { steps: self.steps, tail, raw, cells })
     }
 }

@@ -3,6 +3,7 @@
 //! outside the tree is validated and skipped, never built.
 
 use super::json_fields::value_at;
+use super::json_shape::ShapeRecorder;
 use super::layout::Cell;
 use crate::json_scan::{Parser, MAX_NESTING};
 use crate::path::Step;
@@ -15,6 +16,9 @@ pub const NODE: usize = 1 << 30;
 #[derive(Debug, Default)]
 pub struct FieldTree {
     roots: Vec<(String, Target)>,
+    /// Each root's cells, when it is a node: set back to `Missing` before a walk, so that a
+    /// header this line lacks is not the last line's.
+    node_cells: Vec<Vec<usize>>,
 }
 
 #[derive(Debug)]
@@ -66,26 +70,18 @@ impl FieldTree {
                 }
             }
         }
+        tree.node_cells = tree.roots.iter().map(|(_, t)| if matches!(t, Target::Node(_)) { cells_of(t) } else { Vec::new() }).collect();
         tree
     }
 
     /// A tree of top-level fields only: cell `i` is `names[i]`.
     pub fn flat(names: &[String]) -> FieldTree {
-        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect() }
+        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect(), node_cells: vec![Vec::new(); names.len()] }
     }
 
     /// How many cells the tree fills: one more than its highest.
     pub fn cells(&self) -> usize {
-        fn highest(target: &Target) -> Option<usize> {
-            match target {
-                Target::Cell(c) => Some(*c),
-                Target::Node(node) => {
-                    let children = node.keys.iter().map(|(_, t)| t).chain(node.indexes.iter().map(|(_, t)| t));
-                    children.filter_map(highest).chain(node.cell).max()
-                }
-            }
-        }
-        self.roots.iter().filter_map(|(_, t)| highest(t)).max().map_or(0, |h| h + 1)
+        self.roots.iter().flat_map(|(_, t)| cells_of(t)).max().map_or(0, |h| h + 1)
     }
 
     /// The slot a top-level field fills: its cell, or `NODE` plus its root's index.
@@ -100,11 +96,30 @@ impl FieldTree {
     /// Reads the value the parser stands at into the cells slot `slot` leads to.
     #[inline]
     pub fn read<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String> {
+        self.read_recording(slot, p, cells, None)
+    }
+
+    /// `read`, a node's leaves taken down as steps of the shape being recorded.
+    pub(super) fn read_recording<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>], mut rec: Recording) -> Result<(), String> {
         if slot < NODE {
             cells[slot] = value_at(p, 1)?;
             return Ok(());
         }
-        walk(&self.roots[slot - NODE].1, p, cells, 1)
+        for &c in &self.node_cells[slot - NODE] {
+            cells[c] = Cell::Missing;
+        }
+        walk(&self.roots[slot - NODE].1, p, cells, 1, &mut rec)
+    }
+}
+
+/// Every cell a target leads to.
+fn cells_of(target: &Target) -> Vec<usize> {
+    match target {
+        Target::Cell(c) => vec![*c],
+        Target::Node(node) => {
+            let children = node.keys.iter().map(|(_, t)| t).chain(node.indexes.iter().map(|(_, t)| t));
+            children.flat_map(cells_of).chain(node.cell).collect()
+        }
     }
 }
 
@@ -142,22 +157,52 @@ fn insert(target: &mut Target, path: &[Step], cell: usize) {
     }
 }
 
+/// A shape being taken down while a line is walked, if one is.
+type Recording<'r> = Option<&'r mut ShapeRecorder>;
+
+/// Reads one leaf value (into a cell, or skipped), as a step of the shape being taken down.
+fn leaf<'a>(rec: &mut Recording, slot: Option<usize>, p: &mut Parser<'a>, read: impl FnOnce(&mut Parser<'a>) -> Result<(), String>) -> Result<(), String> {
+    if let Some(r) = rec.as_deref_mut() {
+        r.value_at(p.bytes(), p.pos(), slot);
+    }
+    read(p)?;
+    if let Some(r) = rec.as_deref_mut() {
+        r.value_end(p.bytes(), p.pos());
+    }
+    Ok(())
+}
+
+fn spoil(rec: &mut Recording) {
+    if let Some(r) = rec.as_deref_mut() {
+        r.spoil();
+    }
+}
+
 /// Reads the value the parser stands at (enclosed by `depth` objects and arrays) into the
-/// cells `target` leads to, validating all of it.
-fn walk<'a>(target: &Target, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+/// cells `target` leads to, validating all of it. Its leaves (and what is skipped between
+/// them) are the steps of the shape being taken down; names of members and headers are the
+/// text between them, so a line of the same names in the same order is read by the shape.
+fn walk<'a>(target: &Target, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize, rec: &mut Recording) -> Result<(), String> {
     let node = match target {
         Target::Cell(c) => {
-            cells[*c] = value_at(p, depth)?;
-            return Ok(());
+            let c = *c;
+            return leaf(rec, Some(c), p, |p| {
+                cells[c] = value_at(p, depth)?;
+                Ok(())
+            });
         }
         Target::Node(node) => node,
     };
     match p.peek() {
         Some(b'{' | b'[') if depth >= MAX_NESTING => Err(p.error("recursion limit exceeded")),
         Some(b'{') => {
+            // A node that is a leaf too cannot be one step and several.
+            if node.cell.is_some() {
+                spoil(rec);
+            }
             p.object(|p, key| match node.key(&key) {
-                Some(child) => walk(child, p, cells, depth + 1),
-                None => p.skip_value(depth + 1),
+                Some(child) => walk(child, p, cells, depth + 1, rec),
+                None => leaf(rec, None, p, |p| p.skip_value(depth + 1)),
             })?;
             if let Some(c) = node.cell {
                 cells[c] = Cell::Nested("object");
@@ -165,18 +210,21 @@ fn walk<'a>(target: &Target, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: 
             Ok(())
         }
         Some(b'[') => {
-            elements(node, p, cells, depth)?;
+            if node.cell.is_some() {
+                spoil(rec);
+            }
+            elements(node, p, cells, depth, rec)?;
             if let Some(c) = node.cell {
                 cells[c] = Cell::Nested("array");
             }
             Ok(())
         }
         _ => match node.cell {
-            Some(c) => {
+            Some(c) => leaf(rec, Some(c), p, |p| {
                 cells[c] = value_at(p, depth)?;
                 Ok(())
-            }
-            None => p.skip_value(depth),
+            }),
+            None => leaf(rec, None, p, |p| p.skip_value(depth)),
         },
     }
 }
@@ -184,60 +232,79 @@ fn walk<'a>(target: &Target, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: 
 /// An array's elements: by index, and as a header collection (kcat's flat `name, value, …`,
 /// `{"key"|"name", "value"}` objects, `[name, value]` pairs) searched by name, the last
 /// header of a name winning.
-fn elements<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+fn elements<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize, rec: &mut Recording) -> Result<(), String> {
     // After a header's name in a flat collection: where its value goes (None: nowhere).
     let mut value_for: Option<Option<&Target>> = None;
     p.array(|p, i| {
         if let Some(child) = node.index(i) {
             let at = p.pos();
-            walk(child, p, cells, depth + 1)?;
+            walk(child, p, cells, depth + 1, rec)?;
             if node.keys.is_empty() {
                 return Ok(());
             }
-            // The element is also part of the header collection.
+            // The element is also part of the header collection: read twice, out of order.
+            spoil(rec);
             p.seek(at);
         }
         if let Some(target) = value_for.take() {
             return match target {
-                Some(child) => walk(child, p, cells, depth + 1),
-                None => p.skip_value(depth + 1),
+                Some(child) => walk(child, p, cells, depth + 1, rec),
+                None => leaf(rec, None, p, |p| p.skip_value(depth + 1)),
             };
         }
         if node.keys.is_empty() {
-            return p.skip_value(depth + 1);
+            return leaf(rec, None, p, |p| p.skip_value(depth + 1));
         }
         match p.peek() {
+            // A name: part of the text between the shape's steps.
             Some(b'"') => {
                 let name = p.string()?;
                 value_for = Some(node.key(&name));
                 Ok(())
             }
-            Some(b'{') if depth + 1 < MAX_NESTING => header_object(node, p, cells, depth + 1),
-            Some(b'[') if depth + 1 < MAX_NESTING => header_pair(node, p, cells, depth + 1),
-            _ => p.skip_value(depth + 1),
+            Some(b'{') if depth + 1 < MAX_NESTING => header_object(node, p, cells, depth + 1, rec),
+            Some(b'[') if depth + 1 < MAX_NESTING => header_pair(node, p, cells, depth + 1, rec),
+            _ => leaf(rec, None, p, |p| p.skip_value(depth + 1)),
         }
-    })
+    })?;
+    // A last name with no value after it: a header whose value is null.
+    if let Some(Some(Target::Cell(c))) = value_for {
+        cells[*c] = Cell::Null;
+        spoil(rec);
+    }
+    Ok(())
 }
 
-/// A `{"key"|"name": …, "value": …}` header (its members in any order).
-fn header_object<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
-    let (mut name, mut value_at_pos) = (None, None);
+/// A `{"key"|"name": …, "value": …}` header (its members in any order: a value before its
+/// name is read after the name is known, out of order).
+fn header_object<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize, rec: &mut Recording) -> Result<(), String> {
+    let (mut name, mut value_at_pos) = (None::<String>, None);
     p.object(|p, key| {
         match &*key {
             "key" | "name" if p.peek() == Some(b'"') => name = Some(p.string()?.into_owned()),
-            "value" => {
-                value_at_pos = Some(p.pos());
-                p.skip_value(depth + 1)?;
-            }
-            _ => p.skip_value(depth + 1)?,
+            "value" => match &name {
+                Some(known) => match node.key(known) {
+                    Some(child) => walk(child, p, cells, depth + 1, rec)?,
+                    None => leaf(rec, None, p, |p| p.skip_value(depth + 1))?,
+                },
+                None => {
+                    value_at_pos = Some(p.pos());
+                    p.skip_value(depth + 1)?;
+                }
+            },
+            _ => leaf(rec, None, p, |p| p.skip_value(depth + 1))?,
         }
         Ok(())
     })?;
+    if value_at_pos.is_some() {
+        spoil(rec);
+    }
     revisit(node, name.as_deref(), value_at_pos, p, cells, depth + 1)
 }
 
-/// A `[name, value]` header.
-fn header_pair<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize) -> Result<(), String> {
+/// A `[name, value]` header: read once its count is known, out of order.
+fn header_pair<'a>(node: &Node, p: &mut Parser<'a>, cells: &mut [Cell<'a>], depth: usize, rec: &mut Recording) -> Result<(), String> {
+    spoil(rec);
     let (mut name, mut value_at_pos, mut count) = (None, None, 0);
     p.array(|p, i| {
         count += 1;
@@ -264,7 +331,7 @@ fn revisit<'a>(node: &Node, name: Option<&str>, value_at_pos: Option<usize>, p: 
     let Some(child) = node.key(name) else { return Ok(()) };
     let end = p.pos();
     p.seek(at);
-    let read = walk(child, p, cells, depth);
+    let read = walk(child, p, cells, depth, &mut None);
     p.seek(end);
     read
 }
