@@ -106,6 +106,23 @@ fn replays_land_on_their_original_topic_key_partition_and_headers_once() {
     assert_eq!(broker.read("orders").len() + broker.read("payments").len(), 60);
 }
 
+/// Thousands in flight at once, to every partition of several topics from the first moment
+/// (leaders asked for all at once, batches filling side by side): every entry once.
+#[test]
+#[ignore = "needs confluent-kafka's mock broker: make test runs it"]
+fn thousands_in_flight_at_once_land_once_each() {
+    let dir = Dir::new();
+    let topics = ["orders", "payments", "shipments", "users"];
+    let broker = Broker::start(&topics);
+    envelope_dump(&dir, 3000, &topics);
+    let run = execute(&dir, &broker.url(None), &["--concurrency", "2048", "--timeout", "20"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!((report["outcomes"]["replayed"].as_u64(), report["unfinished"].as_u64()), (Some(3000), Some(0)));
+    let read: usize = topics.iter().map(|t| broker.read(t).len()).sum();
+    assert_eq!(read, 3000);
+}
+
 #[test]
 #[ignore = "needs confluent-kafka's mock broker: make test runs it"]
 fn an_unreachable_broker_poisons_nothing_and_the_next_run_delivers_everything_once() {

@@ -158,18 +158,22 @@ impl Producer {
 
     /// The address of a partition's leader, asking the brokers when it is not known.
     async fn leader(&self, topic: &str, partition: i32) -> Result<String, Delivery> {
+        // One lock at a time: `refresh` takes them in its own order.
         let slot = (topic.to_string(), partition);
-        if let Some(id) = self.leaders.lock().await.get(&slot).copied() {
-            if let Some(address) = self.brokers.lock().await.get(&id).cloned() {
+        let known = self.leaders.lock().await.get(&slot).copied();
+        if let Some(id) = known {
+            let address = self.brokers.lock().await.get(&id).cloned();
+            if let Some(address) = address {
                 return Ok(address);
             }
         }
         self.refresh(topic).await?;
         let id = self.leaders.lock().await.get(&slot).copied();
-        match id {
-            Some(id) => self.brokers.lock().await.get(&id).cloned().ok_or_else(|| Delivery::Transient(format!("{}: leader {id} of {topic}/{partition} is not among the brokers", self.name()))),
-            None => Err(Delivery::Transient(format!("{}: {topic}/{partition} has no leader now", self.name()))),
-        }
+        let Some(id) = id else {
+            return Err(Delivery::Transient(format!("{}: {topic}/{partition} has no leader now", self.name())));
+        };
+        let address = self.brokers.lock().await.get(&id).cloned();
+        address.ok_or_else(|| Delivery::Transient(format!("{}: leader {id} of {topic}/{partition} is not among the brokers", self.name())))
     }
 
     /// Asks a bootstrap broker for `topic`'s partitions and the brokers.
@@ -186,9 +190,12 @@ impl Producer {
             let request = MetadataRequest { topics: Some(vec![MetadataRequestTopic { name: String_(topic.to_string()) }]), allow_auto_topic_creation: None };
             match tokio::time::timeout(self.timeout, connection.request(request)).await {
                 Ok(Ok(answer)) => {
-                    let mut brokers = self.brokers.lock().await;
-                    for b in &answer.brokers {
-                        brokers.insert(b.node_id.0, format!("{}:{}", b.host.0, b.port.0));
+                    // The brokers first, so a leader read is always among them.
+                    {
+                        let mut brokers = self.brokers.lock().await;
+                        for b in &answer.brokers {
+                            brokers.insert(b.node_id.0, format!("{}:{}", b.host.0, b.port.0));
+                        }
                     }
                     let mut leaders = self.leaders.lock().await;
                     for t in answer.topics.iter().filter(|t| t.name.0 == topic) {
@@ -210,9 +217,9 @@ impl Producer {
 
     /// A connection to `address`, made once and kept.
     async fn connect(&self, address: &str) -> Result<Connection, Delivery> {
-        let mut connections = self.connections.lock().await;
-        if let Some(c) = connections.get(address) {
-            return Ok(c.clone());
+        let known = self.connections.lock().await.get(address).cloned();
+        if let Some(c) = known {
+            return Ok(c);
         }
         let down = |why: String| Delivery::Down(format!("{}: cannot connect to {address}: {why}", self.name()));
         let stream = match tokio::time::timeout(self.timeout, TcpStream::connect(address)).await {
@@ -227,9 +234,9 @@ impl Producer {
             Ok(Err(e)) => return Err(down(e.to_string())),
             Err(_) => return Err(down(format!("no answer within {:?}", self.timeout))),
         }
+        // Made without the lock held (a slow broker holds up no other); the first one kept wins.
         let connection = Arc::new(messenger);
-        connections.insert(address.to_string(), connection.clone());
-        Ok(connection)
+        Ok(self.connections.lock().await.entry(address.to_string()).or_insert(connection).clone())
     }
 }
 
