@@ -260,9 +260,10 @@ impl Layout {
         key.clear();
         for slot in &self.slots {
             let cell = match resolve(&slot.field, cells, context) {
+                // An optional field that holds an object or array, or cannot be decoded,
+                // reads as absent: it is no text to group by.
+                Ok(Cell::Nested(_)) | Err(_) if !slot.required => Cell::Missing,
                 Ok(cell) => cell,
-                // An optional field that cannot be decoded reads as absent.
-                Err(_) if !slot.required => Cell::Missing,
                 Err(reason) => return Err(reason),
             };
             match &cell {

@@ -254,23 +254,31 @@ def sqs():
 
 
 def pubsub():
-    subs = ["orders-push", "billing-pull", "audit-export"]
+    # The subscription that gave up, and (where the publisher put them) error fields in the data.
     pulled = []
     for i in range(n):
         mid = str(rng.randrange(10**15, 10**16))
-        sub = rng.choice(subs)
+        sub, cause = rng.choice([("orders-push", "validation"), ("orders-push", "timeout"), ("billing-pull", "declined"), ("audit-export", None)])
         t = when(i)
-        data = json.dumps({"order_id": f"ord-{i}", "amount": rng.randrange(100)}).encode()
+        data = {"order_id": f"ord-{i}", "amount": rng.randrange(100)}
+        if cause == "validation":
+            data.update(error_type="ValidationError", error_message=f"order ord-{i} has no items")
+        elif cause == "timeout":
+            data.update(error_type="TimeoutError", error_message=f"timed out after {rng.randrange(100, 9000)} ms calling 10.0.{rng.randrange(255)}.7")
+        elif cause == "declined":
+            data["error"] = {"type": "PaymentDeclined", "message": f"card ending {rng.randrange(1000, 9999)} declined"}
+        else:
+            data["error"] = {"code": 5}
         pulled.append({
             "ackId": b64(os.urandom(30)), "deliveryAttempt": 5,
             "message": {
                 "attributes": {"CloudPubSubDeadLetterSourceDeliveryCount": "5", "CloudPubSubDeadLetterSourceSubscription": sub,
                                "CloudPubSubDeadLetterSourceSubscriptionProject": "shop-prod",
                                "CloudPubSubDeadLetterSourceTopicPublishTime": f"{t - dt.timedelta(minutes=3):%Y-%m-%dT%H:%M:%S}.123+00:00", "origin": "checkout"},
-                "data": base64.urlsafe_b64encode(data).decode(), "messageId": mid, "publishTime": f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}123Z",
+                "data": base64.urlsafe_b64encode(json.dumps(data).encode()).decode(), "messageId": mid, "publishTime": f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}123Z",
             },
         })
-        truth["ids"][mid] = sub
+        truth["ids"][mid] = f"{sub}/{cause}"
     for k in range(0, n, 1000):
         with open(os.path.join(out, f"pull-{k // 1000:03d}.json"), "w") as f:
             json.dump(pulled[k:k + 1000], f, indent=2, sort_keys=True)
