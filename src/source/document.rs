@@ -10,19 +10,35 @@ use crate::raw_json;
 const WRAPPERS: [&str; 7] = ["Messages", "receivedMessages", "Records", "records", "messages", "items", "Items"];
 
 /// Whether a text that starts with `head` may be a JSON document rather than JSON lines: its
-/// first line opens an object or array that the line does not close, or it is one line holding
-/// an array. (`to_lines` then decides: anything but a sequence of valid values is read as lines,
-/// so a truncated first line of a JSON-lines dump stays a rejected line.)
+/// first line opens an object or array that the line does not close, or is whole and holds
+/// records (an array of objects, a wrapper object such as `{"Messages": […]}`, as compact
+/// JSON writes them). `to_lines` then decides: anything but a sequence of valid values is
+/// read as lines, so a truncated first line of a JSON-lines dump stays a rejected line.
 pub fn is_document(head: &[u8]) -> bool {
     let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
     let Some(s) = head.iter().position(|b| !b.is_ascii_whitespace()) else { return false };
     if !matches!(head[s], b'{' | b'[') {
         return false;
     }
-    match head[s..].iter().position(|&b| b == b'\n') {
-        // One line: an array is a document; an object is one record either way.
-        None => head[s] == b'[' && head.len() < HEAD_LIMIT,
-        Some(nl) => raw_json::value_end(&head[s..s + nl], 0).is_none(),
+    let line = match head[s..].iter().position(|&b| b == b'\n') {
+        Some(nl) => &head[s..s + nl],
+        // A first line longer than the head says nothing: read as lines.
+        None if head.len() >= HEAD_LIMIT => return false,
+        None => &head[s..],
+    };
+    match raw_json::value_end(line, 0) {
+        None => true,
+        Some(end) => holds_records(&line[..end]),
+    }
+}
+
+/// Whether a whole value holds records: an array whose first element is an object, or an
+/// object with a wrapper member holding an array.
+fn holds_records(value: &[u8]) -> bool {
+    match value.first() {
+        Some(b'[') => raw_json::elements(value).next().is_some_and(|first| first.first() == Some(&b'{')),
+        Some(b'{') => raw_json::members(value).any(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == k.as_slice()) && v.first() == Some(&b'[')),
+        _ => false,
     }
 }
 
@@ -83,7 +99,9 @@ mod tests {
         assert!(is_document(b"[\n  {\"a\": 1}\n]"));
         assert!(is_document(b"  {\n  \"Messages\": []\n}"));
         assert!(!is_document(b"{\"a\":1}\n{\"a\":2}\n"));
-        assert!(!is_document(b"{\"a\":\"a long first line with no end in the head"));
+        // A head as long as heads are, without a newline: a first line longer than it.
+        let long = [&b"{\"a\":\""[..], &vec![b'x'; HEAD_LIMIT]].concat();
+        assert!(!is_document(&long[..HEAD_LIMIT]));
         assert!(!is_document(b"not json\n"));
     }
 
@@ -104,5 +122,11 @@ mod tests {
         // A JSON-lines dump whose first line is cut short is no document.
         assert!(to_lines(b"{\"a\": 1, \"b\n{\"a\": 2}\n{\"a\": 3}\n").is_none());
         assert!(!is_document(b"[1, 2]\n{\"a\": 1}\n"));
+        // Compact documents: a wrapper object, an array of records, one a line or alone.
+        assert!(is_document(b"{\"Messages\":[{\"MessageId\":\"m\"}]}"));
+        assert!(is_document(b"{\"Messages\":[{\"MessageId\":\"m\"}]}\n{\"Messages\":[]}\n"));
+        assert!(is_document(b"[{\"ackId\":\"a\"}]"));
+        assert!(!is_document(b"{\"id\":\"a\",\"items\":\"INVALID\"}\n"));
+        assert_eq!(String::from_utf8(to_lines(b"{\"Messages\":[{\"a\":1},{\"a\":2}]}\n{\"Messages\":[{\"a\":3}]}\n").unwrap()).unwrap(), "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
     }
 }

@@ -247,10 +247,11 @@ def sqs():
             },
         })
         truth["ids"][mid] = code + " " + text
-    # As receive-message prints them: up to 10 messages a file, pretty-printed.
+    # As receive-message prints them: up to 10 messages a file, pretty-printed; every other
+    # file as a script saves the same answer, on one line.
     for k in range(0, n, 10):
         with open(os.path.join(out, f"receive-{k // 10:05d}.json"), "w") as f:
-            json.dump({"Messages": messages[k:k + 10]}, f, indent=4)
+            json.dump({"Messages": messages[k:k + 10]}, f, indent=4 if k % 20 == 0 else None)
 
 
 def pubsub():
