@@ -33,8 +33,10 @@ use super::{UsageError, EXIT_ALERT};
 /// released after --timeout; a second signal exits at once). What a run leaves is
 /// "unfinished" in the report, for the next run.
 ///
-/// Targets: every one but file gets the payload (the profile's origin value, or the whole
-/// record when the profile names none).
+/// Targets: every one but file gets the payload: the bytes the producer sent, as plan resolved
+/// them into each entry (text as its bytes, base64 decoded, a JSON object as compact JSON, a
+/// null value as a Kafka tombstone or an empty body), or the whole record when the profile
+/// names no payload field.
 ///   http(s)://URL  POSTs it with an Idempotency-Key header, the origin key and headers as
 ///       X-Dlqf-Origin-Key and X-Dlqf-Origin-Header-NAME; 2xx ok, 409 already done, other
 ///       4xx rejected; 5xx, timeouts and connection errors retried with jittered backoff.
