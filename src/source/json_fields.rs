@@ -277,8 +277,6 @@ pub(super) fn value_at<'a>(p: &mut Parser<'a>, depth: usize) -> Result<Cell<'a>,
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use super::*;
 
     /// Top-level field names, and the tree a picker reads them with.
@@ -306,15 +304,7 @@ mod tests {
         Some(
             names
                 .iter()
-                .map(|n| match obj.get(n) {
-                    None => Cell::Missing,
-                    Some(serde_json::Value::Null) => Cell::Null,
-                    Some(serde_json::Value::String(s)) => Cell::Str(Cow::Owned(s.clone())),
-                    Some(serde_json::Value::Bool(b)) => Cell::Bool(*b),
-                    Some(serde_json::Value::Number(x)) => x.as_i64().map(Cell::Int).unwrap_or(Cell::Float(x.as_f64().unwrap())),
-                    Some(serde_json::Value::Object(_)) => Cell::Nested("object"),
-                    Some(serde_json::Value::Array(_)) => Cell::Nested("array"),
-                })
+                .map(|n| Cell::of_json(obj.get(n)))
                 .collect(),
         )
     }
@@ -357,17 +347,7 @@ mod tests {
                 Err(e) => Err(e.to_string()),
             },
         };
-        let owned = |c: Cell| match c {
-            Cell::Str(s) => Cell::Str(Cow::Owned(s.into_owned())),
-            Cell::Missing => Cell::Missing,
-            Cell::Null => Cell::Null,
-            Cell::Int(v) => Cell::Int(v),
-            Cell::Float(v) => Cell::Float(v),
-            Cell::Bool(v) => Cell::Bool(v),
-            Cell::Time(v) => Cell::Time(v),
-            Cell::Nested(kind) => Cell::Nested(kind),
-        };
-        picked.ok().map(|_| cells.into_iter().map(owned).collect())
+        picked.ok().map(|_| cells.into_iter().map(Cell::into_owned).collect())
     }
 
     /// What serde_json makes of a line of bytes: nothing unless it is UTF-8.
@@ -744,8 +724,6 @@ mod tests {
 
 #[cfg(test)]
 mod nested_tests {
-    use std::borrow::Cow;
-
     use super::*;
     use crate::path::{FieldExpr, Step};
 
@@ -754,39 +732,14 @@ mod nested_tests {
     }
 
     fn owned(cells: Vec<Cell>) -> Vec<Cell<'static>> {
-        cells
-            .into_iter()
-            .map(|c| match c {
-                Cell::Str(s) => Cell::Str(Cow::Owned(s.into_owned())),
-                Cell::Missing => Cell::Missing,
-                Cell::Null => Cell::Null,
-                Cell::Int(v) => Cell::Int(v),
-                Cell::Float(v) => Cell::Float(v),
-                Cell::Bool(v) => Cell::Bool(v),
-                Cell::Time(v) => Cell::Time(v),
-                Cell::Nested(kind) => Cell::Nested(kind),
-            })
-            .collect()
+        cells.into_iter().map(Cell::into_owned).collect()
     }
 
     /// What serde_json finds at each path of a line of text: nothing unless it is an object.
     fn reference(text: &str, leaves: &[Vec<Step>]) -> Option<Vec<Cell<'static>>> {
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         value.as_object()?;
-        Some(
-            leaves
-                .iter()
-                .map(|path| match crate::path::lookup(&value, path) {
-                    None => Cell::Missing,
-                    Some(serde_json::Value::Null) => Cell::Null,
-                    Some(serde_json::Value::String(s)) => Cell::Str(Cow::Owned(s.clone())),
-                    Some(serde_json::Value::Bool(b)) => Cell::Bool(*b),
-                    Some(serde_json::Value::Number(x)) => x.as_i64().map(Cell::Int).unwrap_or(Cell::Float(x.as_f64().unwrap())),
-                    Some(serde_json::Value::Object(_)) => Cell::Nested("object"),
-                    Some(serde_json::Value::Array(_)) => Cell::Nested("array"),
-                })
-                .collect(),
-        )
+        Some(leaves.iter().map(|path| Cell::of_json(crate::path::lookup(&value, path))).collect())
     }
 
     /// A line read as the decoder reads it (raw when a kept shape fits, with another line after

@@ -352,19 +352,7 @@ mod tests {
             Some(slot) => tree.read(slot, p, &mut cells),
             None => p.skip_value(1),
         })?;
-        Ok(cells
-            .into_iter()
-            .map(|c| match c {
-                Cell::Str(s) => Cell::Str(Cow::Owned(s.into_owned())),
-                Cell::Missing => Cell::Missing,
-                Cell::Null => Cell::Null,
-                Cell::Int(v) => Cell::Int(v),
-                Cell::Float(v) => Cell::Float(v),
-                Cell::Bool(v) => Cell::Bool(v),
-                Cell::Time(v) => Cell::Time(v),
-                Cell::Nested(k) => Cell::Nested(k),
-            })
-            .collect())
+        Ok(cells.into_iter().map(Cell::into_owned).collect())
     }
 
     fn s(text: &str) -> Cell<'static> {
@@ -438,15 +426,7 @@ mod tests {
             let got = read(doc, &paths).unwrap();
             for (path, cell) in paths.iter().zip(got) {
                 let steps = FieldExpr::parse(path).unwrap().alternatives.remove(0).path;
-                let want = match crate::path::lookup(&value, &steps) {
-                    None => Cell::Missing,
-                    Some(serde_json::Value::Null) => Cell::Null,
-                    Some(serde_json::Value::String(t)) => s(t),
-                    Some(serde_json::Value::Number(n)) => Cell::Int(n.as_i64().unwrap()),
-                    Some(serde_json::Value::Bool(b)) => Cell::Bool(*b),
-                    Some(serde_json::Value::Object(_)) => Cell::Nested("object"),
-                    Some(serde_json::Value::Array(_)) => Cell::Nested("array"),
-                };
+                let want = Cell::of_json(crate::path::lookup(&value, &steps));
                 assert_eq!(cell, want, "{doc} {path}");
             }
         }

@@ -40,6 +40,33 @@ impl Cell<'_> {
         }
     }
 
+    /// The cell with its text owned.
+    pub fn into_owned(self) -> Cell<'static> {
+        match self {
+            Cell::Str(s) => Cell::Str(Cow::Owned(s.into_owned())),
+            Cell::Missing => Cell::Missing,
+            Cell::Null => Cell::Null,
+            Cell::Int(v) => Cell::Int(v),
+            Cell::Float(v) => Cell::Float(v),
+            Cell::Bool(v) => Cell::Bool(v),
+            Cell::Time(v) => Cell::Time(v),
+            Cell::Nested(kind) => Cell::Nested(kind),
+        }
+    }
+
+    /// A parsed JSON value (or its absence) as the cell a reader makes of it.
+    pub fn of_json(value: Option<&Value>) -> Cell<'static> {
+        match value {
+            None => Cell::Missing,
+            Some(Value::Null) => Cell::Null,
+            Some(Value::Bool(b)) => Cell::Bool(*b),
+            Some(Value::Number(n)) => n.as_i64().map_or_else(|| Cell::Float(n.as_f64().unwrap_or(f64::NAN)), Cell::Int),
+            Some(Value::String(s)) => Cell::Str(Cow::Owned(s.clone())),
+            Some(Value::Array(_)) => Cell::Nested("array"),
+            Some(Value::Object(_)) => Cell::Nested("object"),
+        }
+    }
+
     pub fn as_text(&self) -> Option<Cow<'_, str>> {
         match self {
             Cell::Str(s) => Some(Cow::Borrowed(s.as_ref())),
@@ -493,14 +520,7 @@ fn decode_cell(cell: &Cell, stages: &[Stage]) -> Result<Cell<'static>, String> {
     match crate::path::decode(Decoded::Json(Value::String(text.to_string())), stages)? {
         None => Ok(Cell::Missing),
         Some(Decoded::Bytes(bytes)) => String::from_utf8(bytes).map(|s| Cell::Str(Cow::Owned(s))).map_err(|_| "decoded bytes are not UTF-8 text".to_string()),
-        Some(Decoded::Json(value)) => Ok(match value {
-            Value::Null => Cell::Null,
-            Value::Bool(b) => Cell::Bool(b),
-            Value::Number(n) => n.as_i64().map_or_else(|| Cell::Float(n.as_f64().unwrap_or(f64::NAN)), Cell::Int),
-            Value::String(s) => Cell::Str(Cow::Owned(s)),
-            Value::Array(_) => Cell::Nested("array"),
-            Value::Object(_) => Cell::Nested("object"),
-        }),
+        Some(Decoded::Json(value)) => Ok(Cell::of_json(Some(&value))),
     }
 }
 
