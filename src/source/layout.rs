@@ -6,8 +6,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use super::fields::RowContext;
+
+use super::fields::{record_digest, resolve, FieldAt};
 use super::json_tree::FieldTree;
-use crate::path::{Decoded, FieldExpr, Root, Stage, Step};
+use crate::path::{FieldExpr, Step};
 use crate::profile::classify::Classifier;
 use crate::profile::{CategorySource, FieldType, IdMissing, Normalizer, Profile};
 use crate::timestamp::{self, DateCache, TimeFormat};
@@ -87,39 +90,6 @@ pub struct RowFacts<'a> {
     pub attempts: i64,
 }
 
-/// What a row is read with besides its cells: the input's hive partition folders and, when
-/// the profile may need a record's digest for its id, the record's JSON text.
-#[derive(Clone, Copy, Default)]
-pub struct RowContext<'r> {
-    pub partition: &'r [(String, String)],
-    pub record: Option<&'r [u8]>,
-}
-
-/// One role's field (`path::FieldExpr`) by where its alternatives are read: a leaf the source
-/// fills (then its stages), or a partition folder.
-#[derive(Clone, Debug)]
-struct FieldAt {
-    /// The expression's text, for messages.
-    name: String,
-    alternatives: Vec<AltAt>,
-}
-
-#[derive(Clone, Debug)]
-enum AltAt {
-    Leaf { leaf: usize, stages: Vec<Stage> },
-    Partition(Option<String>),
-}
-
-impl FieldAt {
-    /// The leaf a field is, when it is one path read as it is.
-    fn plain(&self) -> Option<usize> {
-        match self.alternatives.as_slice() {
-            [AltAt::Leaf { leaf, stages }] if stages.is_empty() => Some(*leaf),
-            _ => None,
-        }
-    }
-}
-
 struct Slot {
     field: FieldAt,
     normalizer: Normalizer,
@@ -165,26 +135,7 @@ enum CategoryAt {
 impl Layout {
     pub fn new(profile: &Profile) -> Layout {
         let mut leaves: Vec<Vec<Step>> = Vec::new();
-        let mut field = |expr: &FieldExpr| FieldAt {
-            name: expr.text.clone(),
-            alternatives: expr
-                .alternatives
-                .iter()
-                .map(|a| match &a.root {
-                    Root::Partition(name) => AltAt::Partition(name.clone()),
-                    Root::Record => {
-                        let leaf = match leaves.iter().position(|l| *l == a.path) {
-                            Some(i) => i,
-                            None => {
-                                leaves.push(a.path.clone());
-                                leaves.len() - 1
-                            }
-                        };
-                        AltAt::Leaf { leaf, stages: a.stages.clone() }
-                    }
-                })
-                .collect(),
-        };
+        let mut field = |expr: &FieldExpr| FieldAt::new(expr, &mut leaves);
         let id: Vec<FieldAt> = profile.id.parts.iter().map(&mut field).collect();
         let time = field(&profile.time);
         let attempts = profile.attempts.as_ref().map(&mut field);
@@ -454,73 +405,6 @@ fn into_text<'a>(cell: Cell<'a>, field_type: FieldType, name: &str) -> Result<Re
         Cell::Str(s) => Ok(Ok(s)),
         absent @ (Cell::Missing | Cell::Null) => Ok(Err(absent)),
         other => text_of(&other, field_type, name).map(|t| Ok(Cow::Owned(t.expect("present").into_owned()))),
-    }
-}
-
-/// `sha256:` and the first 16 hex digits of the SHA-256 of the row's record.
-fn record_digest(context: &RowContext) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(context.record.unwrap_or_default());
-    format!("sha256:{}", &crate::manifest::hex(&digest)[..16])
-}
-
-/// A field's value in a row: the first alternative present and not null, decoded by its
-/// stages. Err: a decoding the profile asked for failed.
-fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cell<'a>, String> {
-    let mut last = Cell::Missing;
-    let mut failed = None;
-    for alternative in &field.alternatives {
-        let cell = match alternative {
-            AltAt::Leaf { leaf, stages } if stages.is_empty() => reborrow(&cells[*leaf]),
-            AltAt::Leaf { leaf, stages } => match decode_cell(&cells[*leaf], stages) {
-                Ok(cell) => cell,
-                Err(e) => {
-                    failed = Some(format!("field `{}`: {e}", field.name));
-                    continue;
-                }
-            },
-            AltAt::Partition(Some(name)) => match context.partition.iter().rev().find(|(k, _)| k == name) {
-                Some((_, v)) => Cell::Str(Cow::Owned(v.clone())),
-                None => Cell::Missing,
-            },
-            AltAt::Partition(None) => crate::timestamp::partition_time(context.partition).map_or(Cell::Missing, Cell::Time),
-        };
-        match cell {
-            Cell::Missing | Cell::Null => last = cell,
-            found => return Ok(found),
-        }
-    }
-    match failed {
-        Some(e) if matches!(last, Cell::Missing) => Err(e),
-        _ => Ok(last),
-    }
-}
-
-/// A cell seen again, its text borrowed from it.
-fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
-    match cell {
-        Cell::Str(s) => Cell::Str(Cow::Borrowed(s.as_ref())),
-        Cell::Missing => Cell::Missing,
-        Cell::Null => Cell::Null,
-        Cell::Int(v) => Cell::Int(*v),
-        Cell::Float(v) => Cell::Float(*v),
-        Cell::Bool(v) => Cell::Bool(*v),
-        Cell::Time(v) => Cell::Time(*v),
-        Cell::Nested(kind) => Cell::Nested(kind),
-    }
-}
-
-/// A leaf's value through its stages (base64, JSON inside): a string in, a cell out.
-fn decode_cell(cell: &Cell, stages: &[Stage]) -> Result<Cell<'static>, String> {
-    let text = match cell {
-        Cell::Missing | Cell::Null => return Ok(Cell::Missing),
-        Cell::Str(s) => s,
-        other => return Err(format!("expected a string to decode, got {}", other.kind())),
-    };
-    match crate::path::decode(Decoded::Json(Value::String(text.to_string())), stages)? {
-        None => Ok(Cell::Missing),
-        Some(Decoded::Bytes(bytes)) => String::from_utf8(bytes).map(|s| Cell::Str(Cow::Owned(s))).map_err(|_| "decoded bytes are not UTF-8 text".to_string()),
-        Some(Decoded::Json(value)) => Ok(Cell::of_json(Some(&value))),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod aligned;
 mod document;
+mod fields;
 pub mod json_fields;
 mod json_shape;
 pub mod json_tree;
