@@ -27,6 +27,8 @@ demo: build
 	$(DEBUG_BIN) rank sample_data/vision/
 	@echo
 	$(DEBUG_BIN) rank sample_data/envelope/ --profile envelope --top 5
+	@echo
+	$(DEBUG_BIN) rank sample_data/kafka-connect/ --profile kafka-connect
 
 build:
 	cargo build
@@ -76,10 +78,12 @@ $(DEPS_STAMP):
 
 ## Regenerate the committed sample dumps (deterministic: same bytes every time).
 sample-data: build
-	rm -rf sample_data && mkdir -p sample_data/vision sample_data/envelope
+	rm -rf sample_data && mkdir -p sample_data/vision sample_data/envelope sample_data/kafka-connect
 	$(DEBUG_BIN) gen --profile vision --rows 12000 --seed 7 --start 2026-10-01 --days 28 -o sample_data/vision/2026-10-01_28d.parquet
 	$(DEBUG_BIN) gen --profile vision --rows 8000 --seed 8 --start 2026-10-29 --days 14 --malformed 0.002 -o sample_data/vision/2026-10-29_14d.jsonl.gz
 	$(DEBUG_BIN) gen --profile envelope --rows 3000 --seed 9 --malformed 0.002 -o sample_data/envelope/dlq.jsonl
+	# Kafka Connect dead letters as kcat -J prints them (binary payloads, tombstones).
+	python3 tests/support/real_dumps.py kcat sample_data/kafka-connect 1000 3 && rm sample_data/kafka-connect.truth.json
 
 ## Benchmarks: release build, 10M-row dumps, dlqf vs DuckDB side by side.
 # S3 rows run on s3rver (npm), which serves ranged GETs from the range on disk as S3 does.
