@@ -184,3 +184,27 @@ fn plan_refuses_an_origin_payload_no_record_has() {
     let entry: serde_json::Value = serde_json::from_str(dir.read("m.jsonl").lines().nth(1).unwrap()).unwrap();
     assert_eq!(entry["origin"], json!({"key": null, "value": "{\"n\":0}", "headers": []}));
 }
+
+/// A layout without an id gets a documented, deterministic one: `sha256:` and the first 16 hex
+/// digits of the SHA-256 of the record's line as written; with an id, its parts joined by `/`.
+#[test]
+fn ids_are_composite_or_the_records_digest() {
+    use sha2::{Digest, Sha256};
+    let dir = Dir::new();
+    let lines = [
+        r#"{"topic":"orders","partition":3,"offset":17,"t":"2026-10-01T00:00:00Z","e":"X"}"#,
+        r#"{"t":"2026-10-01T00:00:01Z","e":"X","note":"no coordinates"}"#,
+    ];
+    dir.create("d.jsonl", lines.join("\n") + "\n");
+    dir.create("p.toml", "id = ['topic', 'partition', 'offset']\nid_type = 'scalar'\nid_missing = 'digest'\ntime = 't'\n[[signature]]\nfield = 'e'\n");
+    dir.create("all.toml", "clear_all = true\n");
+    dir.command().args(["plan", "d.jsonl", "--profile", "p.toml", "--policy", "all.toml", "-o", "m.jsonl"]).ok();
+    let ids: Vec<String> = dir.read("m.jsonl").lines().skip(1).map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string()).collect();
+    let digest = Sha256::digest(lines[1].as_bytes());
+    let want: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(ids, ["orders/3/17".to_string(), format!("sha256:{want}")]);
+    // Without `id_missing`, a record without its id is rejected, naming the field.
+    dir.create("strict.toml", "id = ['topic', 'partition', 'offset']\nid_type = 'scalar'\ntime = 't'\n[[signature]]\nfield = 'e'\n");
+    let run = dir.command().args(["rank", "d.jsonl", "--profile", "strict.toml"]).expect_code(0);
+    assert!(run.stderr.contains("d.jsonl:2: field `topic` is missing"), "{}", run.stderr);
+}
