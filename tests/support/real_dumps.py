@@ -106,6 +106,9 @@ def connect_record(i, topic="payments", dlq="dlq-payments"):
     original = [("traceparent", f"00-{hexid(32)}-{hexid(16)}-01".encode()), ("content-type", b"application/avro")]
     if i % 5 == 0:
         original = []
+    elif i % 7 == 0:
+        # A header given twice, and one whose value is null (kcat prints it as null).
+        original += [("retry", b"1"), ("x-empty", None), ("retry", b"2")]
     errors = [
         ("__connect.errors.topic", topic), ("__connect.errors.partition", str(partition)), ("__connect.errors.offset", str(offset)),
         ("__connect.errors.connector.name", "payments-sink"), ("__connect.errors.task.id", "0"), ("__connect.errors.stage", stage),
@@ -120,7 +123,7 @@ def connect_record(i, topic="payments", dlq="dlq-payments"):
         "topic": topic,
         "key": None if key is None else b64(key),
         "value": None if value is None else b64(value),
-        "headers": [[k, b64(v)] for k, v in original],
+        "headers": [[k, None if v is None else b64(v)] for k, v in original],
     }
     return dict(dlq=dlq, key=key, value=value, headers=headers, ts=int(when(i).timestamp() * 1000), offset=i)
 
@@ -147,7 +150,7 @@ def kcat():
         if r["headers"]:
             flat = []
             for k, v in r["headers"]:
-                flat += [yajl_string(k.encode()), yajl_string(v)]
+                flat += [yajl_string(k.encode()), b"null" if v is None else yajl_string(v)]
             parts.append(b'"headers":[' + b",".join(flat) + b"]")
         parts.append(b'"key":' + (b"null" if r["key"] is None else yajl_string(r["key"])))
         parts.append(b'"payload":' + (b"null" if r["value"] is None else yajl_string(r["value"])))
@@ -159,12 +162,15 @@ def kcat():
 def s3_chunks():
     """Records in chunks of up to 100, under dt=/hour= folders as the TimeBasedPartitioner writes."""
     records = [connect_record(i) for i in range(n)]
-    # The S3 sink fails a record without a key or value when keys are stored; give each one.
+    # The S3 sink fails a record without a key or value when keys are stored, and one with a
+    # null header value (a required string): give each a key and value, and no null header.
     for r in records:
         r["key"] = r["key"] or b"none"
         r["value"] = r["value"] if r["value"] is not None else b"{}"
+        r["headers"] = [(k, v) for k, v in r["headers"] if v is not None]
     for r, (rid, rec) in zip(records, truth["records"].items()):
         rec["key"], rec["value"] = b64(r["key"]), b64(r["value"])
+        rec["headers"] = [[k, v] for k, v in rec["headers"] if v is not None]
     chunks = []
     for start in range(0, n, 100):
         chunk = records[start:start + 100]

@@ -111,9 +111,9 @@ impl KafkaTarget {
         // Java's default partitioner for keyed records; the idempotency key spreads the rest.
         let hashed = message.origin_key.as_deref().unwrap_or(message.key.as_bytes());
         let partition = ((murmur2(hashed) & 0x7fff_ffff) as usize % partitions) as i32;
-        // Headers in the record's order (a null-valued one cannot be sent by this client).
-        let mut headers: Vec<(String, Vec<u8>)> = message.headers.iter().filter_map(|(k, v)| Some((k.clone(), v.clone()?))).collect();
-        headers.push(("dlqf-idempotency-key".into(), message.key.as_bytes().to_vec()));
+        // Headers in the record's order, then dlqf's own.
+        let mut headers = message.headers.clone();
+        headers.push(("dlqf-idempotency-key".into(), Some(message.key.as_bytes().to_vec())));
         let record = Planned { key: message.origin_key.clone(), value: message.payload.clone(), headers };
         self.producer.produce(&topic, partition, record).await
     }

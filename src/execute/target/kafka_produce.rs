@@ -1,5 +1,6 @@
 //! Produce requests that carry each record exactly as planned: headers in the record's order,
-//! a name given twice kept twice (rskafka's producer takes headers as a sorted map). Records
+//! a name given twice kept twice, a null value null (`kafka_batch`; rskafka's producer takes
+//! headers as a sorted map of bytes). Records
 //! bound for one partition wait a millisecond for others and go in one request to its leader;
 //! leaders come from metadata, asked again when a broker says it no longer leads.
 
@@ -9,13 +10,13 @@ use std::time::Duration;
 
 use rskafka::messenger::Messenger;
 use rskafka::protocol::error::Error as ProtocolError;
-use rskafka::protocol::messages::{MetadataRequest, MetadataRequestTopic, ProduceRequest, ProduceRequestPartitionData, ProduceRequestTopicData};
-use rskafka::protocol::primitives::{Int16, Int32, NullableString, Records, String_};
-use rskafka::protocol::record::{ControlBatchOrRecords, Record, RecordBatch, RecordBatchCompression, RecordBatchTimestampType, RecordHeader};
+use rskafka::protocol::messages::{MetadataRequest, MetadataRequestTopic};
+use rskafka::protocol::primitives::String_;
 use tokio::io::BufStream;
 use tokio::net::TcpStream;
 use tokio::sync::{watch, Mutex};
 
+use super::kafka_batch::{record_batch, BatchRequest};
 use super::Delivery;
 
 /// One record as a producer sent it.
@@ -24,13 +25,13 @@ pub struct Planned {
     pub key: Option<Vec<u8>>,
     /// None: a tombstone.
     pub value: Option<Vec<u8>>,
-    /// Names and values in order; a name may repeat.
-    pub headers: Vec<(String, Vec<u8>)>,
+    /// Names and values in order; a name may repeat, a value be null.
+    pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
 impl Planned {
     fn size(&self) -> usize {
-        self.key.as_ref().map_or(0, Vec::len) + self.value.as_ref().map_or(0, Vec::len) + self.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+        self.key.as_ref().map_or(0, Vec::len) + self.value.as_ref().map_or(0, Vec::len) + self.headers.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum::<usize>()
     }
 }
 
@@ -254,42 +255,8 @@ pub fn protocol_failure(e: ProtocolError, why: String) -> Delivery {
     }
 }
 
-/// A produce request of one batch (magic 2, uncompressed), acknowledged by all in-sync replicas.
-fn produce_request(topic: &str, partition: i32, records: Vec<Planned>, timeout: Duration) -> ProduceRequest {
-    let now = chrono::Utc::now().timestamp_millis();
-    let n = records.len() as i32;
-    let records = records
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| Record {
-            timestamp_delta: 0,
-            offset_delta: i as i32,
-            key: r.key,
-            value: r.value,
-            headers: r.headers.into_iter().map(|(key, value)| RecordHeader { key, value }).collect(),
-        })
-        .collect();
-    let batch = RecordBatch {
-        base_offset: 0,
-        partition_leader_epoch: 0,
-        last_offset_delta: n - 1,
-        is_transactional: false,
-        base_sequence: -1,
-        compression: RecordBatchCompression::NoCompression,
-        timestamp_type: RecordBatchTimestampType::CreateTime,
-        producer_id: -1,
-        producer_epoch: -1,
-        first_timestamp: now,
-        max_timestamp: now,
-        records: ControlBatchOrRecords::Records(records),
-    };
-    ProduceRequest {
-        transactional_id: NullableString(None),
-        acks: Int16(-1),
-        timeout_ms: Int32(timeout.as_millis().min(i32::MAX as u128) as i32),
-        topic_data: vec![ProduceRequestTopicData {
-            name: String_(topic.to_string()),
-            partition_data: vec![ProduceRequestPartitionData { index: Int32(partition), records: Records(vec![batch]) }],
-        }],
-    }
+/// A produce request of one batch, acknowledged by all in-sync replicas.
+fn produce_request(topic: &str, partition: i32, records: Vec<Planned>, timeout: Duration) -> BatchRequest {
+    let batch = record_batch(&records, chrono::Utc::now().timestamp_millis());
+    BatchRequest { topic: topic.to_string(), partition, acks: -1, timeout_ms: timeout.as_millis().min(i32::MAX as u128) as i32, batch }
 }

@@ -6,6 +6,7 @@ mod exec;
 mod file;
 mod http;
 mod kafka;
+mod kafka_batch;
 mod kafka_produce;
 mod sqs;
 
