@@ -65,7 +65,7 @@ fn an_outage_over_three_runs_poisons_nothing_and_everything_is_delivered_once_it
     // Three runs against a refused port, three against a target answering 503 to everything.
     for url in [refused_url(), refused_url(), refused_url(), stage.url.clone(), stage.url.clone(), stage.url.clone()] {
         let (run, report) = execute(&dir, &url, &["--retries", "2"]);
-        assert_eq!(run.code, 3, "{}", run.stderr);
+        assert_eq!(run.code, 4, "entries left for a later run: {}", run.stderr);
         assert_eq!(report["outcomes"]["replay_failed"], 0, "{report}");
         assert_eq!(report["outcomes"]["poison_attempts"], 0, "{report}");
         assert_eq!(report["unfinished"], 120, "{report}");
@@ -82,6 +82,78 @@ fn an_outage_over_three_runs_poisons_nothing_and_everything_is_delivered_once_it
     assert!(keys.iter().all(|k| delivered.get(k) == Some(&1)), "each delivered once");
 }
 
+/// 25 of 400 entries the target answers 500 every time, the rest 200: the first run charges
+/// the 25 beside the 375 it delivers; in the runs after, only the 25 are left and no delivery
+/// succeeds, but the target answers its health probe, so they are charged again, and after
+/// max_attempts (3) failures the next run quarantines them: no run loops them forever, and the
+/// exit status says what happened each time.
+#[test]
+fn the_last_poison_messages_are_charged_and_quarantined_while_the_target_is_up() {
+    let dir = Dir::new();
+    let keys = manifest(&dir, 400);
+    let stage = Stage::start();
+    let poison: Vec<String> = keys.iter().step_by(16).take(25).cloned().collect();
+    {
+        let mut b = stage.behaviour.lock().unwrap();
+        for k in &poison {
+            b.status.insert(k.clone(), 500);
+        }
+    }
+    let (run, report) = execute(&dir, &stage.url, &["--retries", "2"]);
+    assert_eq!(run.code, 3, "replay failures, every entry finished: {}", run.stderr);
+    assert_eq!((report["outcomes"]["replayed"].as_u64(), report["outcomes"]["replay_failed"].as_u64()), (Some(375), Some(25)), "{report}");
+    for run_no in 2..=3 {
+        let (run, report) = execute(&dir, &stage.url, &["--retries", "2"]);
+        assert_eq!(run.code, 3, "run {run_no}: {}", run.stderr);
+        assert_eq!((report["outcomes"]["replay_failed"].as_u64(), report["unfinished"].as_u64()), (Some(25), Some(0)), "run {run_no}: {report}");
+        assert!(run.stderr.contains("health probe"), "{}", run.stderr);
+    }
+    let (run, report) = execute(&dir, &stage.url, &["--retries", "2"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(report["outcomes"]["poison_attempts"], 25, "{report}");
+    assert_eq!(quarantined(&dir), 25);
+    assert!(stage.seen.lock().unwrap().probes >= 2, "the target was asked");
+    // Three runs, two tries each: no key sent more.
+    assert!(poison.iter().all(|k| stage.count(k) == 6), "{:?}", poison.iter().map(|k| stage.count(k)).collect::<Vec<_>>());
+}
+
+/// The same 25 left at the end while the target is down (its health answers 503): no run
+/// charges them, however many; once it is back they are delivered.
+#[test]
+fn the_last_messages_during_an_outage_are_never_charged() {
+    let dir = Dir::new();
+    let keys = manifest(&dir, 60);
+    let stage = Stage::start();
+    let last: Vec<String> = keys[35..].to_vec();
+    {
+        let mut b = stage.behaviour.lock().unwrap();
+        for k in &last {
+            b.status.insert(k.clone(), 503);
+        }
+    }
+    let (run, report) = execute(&dir, &stage.url, &["--retries", "1"]);
+    assert_eq!((run.code, report["outcomes"]["replayed"].as_u64()), (3, Some(35)), "{report}");
+    // Now the whole target is down: 503 to everything, its health included.
+    stage.behaviour.lock().unwrap().default_status = Some(503);
+    for run_no in 2..=5 {
+        let (run, report) = execute(&dir, &stage.url, &["--retries", "1"]);
+        assert_eq!(run.code, 4, "run {run_no}: {}", run.stderr);
+        assert_eq!((report["outcomes"]["replay_failed"].as_u64(), report["unfinished"].as_u64()), (Some(0), Some(25)), "run {run_no}: {report}");
+        // Every entry left is listed with its last error.
+        let listed: Vec<&str> = report["unfinished_keys"].as_array().unwrap().iter().map(|u| u["key"].as_str().unwrap()).collect();
+        assert_eq!(listed.len(), 25, "{report}");
+        assert!(report["unfinished_keys"][0]["error"].as_str().unwrap().contains("503"), "{report}");
+    }
+    {
+        let mut b = stage.behaviour.lock().unwrap();
+        b.default_status = None;
+        b.status.clear();
+    }
+    let (run, report) = execute(&dir, &stage.url, &[]);
+    assert_eq!((run.code, report["outcomes"]["replayed"].as_u64()), (0, Some(25)), "{report}");
+    assert_eq!(quarantined(&dir), 0, "an outage poisons nothing");
+}
+
 #[test]
 fn a_slow_target_charges_no_key_and_is_not_retried_past_retries_per_run() {
     let dir = Dir::new();
@@ -90,7 +162,7 @@ fn a_slow_target_charges_no_key_and_is_not_retried_past_retries_per_run() {
     stage.behaviour.lock().unwrap().delay = Duration::from_millis(1200);
     for run_no in 1..=3 {
         let (run, report) = execute(&dir, &stage.url, &["--timeout", "0.3", "--retries", "2"]);
-        assert_eq!(run.code, 3, "run {run_no}: {}", run.stderr);
+        assert_eq!(run.code, 4, "run {run_no}: {}", run.stderr);
         assert_eq!((report["outcomes"]["replay_failed"].as_u64(), report["outcomes"]["poison_attempts"].as_u64()), (Some(0), Some(0)), "{report}");
     }
     std::thread::sleep(Duration::from_millis(1500)); // let the stage finish the last slow requests
@@ -122,7 +194,7 @@ fn a_flapping_target_gets_every_entry_after_reruns_and_nothing_is_quarantined() 
         if run.code == 0 {
             break;
         }
-        assert_eq!(run.code, 3, "{}", run.stderr);
+        assert!([3, 4].contains(&run.code), "{}", run.stderr);
         assert!(runs < 8, "still not done after {runs} runs: {report}");
     }
     let delivered = stage.delivered();
@@ -137,7 +209,7 @@ fn an_outage_late_in_a_long_run_stops_it_within_about_one_window() {
     let stage = Stage::start();
     stage.behaviour.lock().unwrap().fail_after = Some(400);
     let (run, report) = execute(&dir, &stage.url, &["--concurrency", "8"]);
-    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(run.stderr.contains("storm guard"), "{}", run.stderr);
     let failed = stage.failed();
     // 26 failed entries trip the guard (more than half of 50); each is tried 3 times, and up

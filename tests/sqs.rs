@@ -62,7 +62,7 @@ fn a_missing_queue_fails_the_run_clearly_and_charges_no_key() {
     let dir = Dir::new();
     envelope_dump(&dir, 5, &["orders"]);
     let run = dir.command().args(["execute", "m.jsonl", "--target", "sqs://no-such-queue-dlqf", "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).run();
-    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(run.stderr.contains("sqs://no-such-queue-dlqf") && run.stderr.contains("QueueDoesNotExist"), "{}", run.stderr);
     let report: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!((report["outcomes"]["replay_failed"].as_u64(), report["unfinished"].as_u64()), (Some(0), Some(5)), "{report}");

@@ -41,6 +41,8 @@ pub struct Seen {
     pub answers: Vec<(String, u16)>,
     /// Every request's `X-Dlqf-*` headers (names lowercased), by key.
     pub origin: HashMap<String, Vec<(String, String)>>,
+    /// Health probes (GETs) answered.
+    pub probes: usize,
 }
 
 pub struct Stage {
@@ -129,6 +131,19 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
         let mut body = vec![0u8; length];
         if reader.read_exact(&mut body).is_err() {
             return;
+        }
+        // A health probe: answered as the server stands (a 5xx in an outage, else 200),
+        // recorded apart from deliveries.
+        if line.starts_with("GET ") {
+            let status = {
+                let b = behaviour.lock().unwrap();
+                if b.fail_after.is_some_and(|n| b.successes >= n) { 503 } else { b.default_status.filter(|s| *s >= 500).unwrap_or(200) }
+            };
+            seen.lock().unwrap().probes += 1;
+            if writer.write_all(format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n").as_bytes()).is_err() {
+                return;
+            }
+            continue;
         }
         let (status, delay) = {
             let mut b = behaviour.lock().unwrap();

@@ -14,7 +14,7 @@ use dlqf::storage::{Location, Storage};
 use dlqf::report;
 use dlqf::messages::Progress;
 
-use super::{UsageError, EXIT_ALERT};
+use super::{UsageError, EXIT_ALERT, EXIT_UNFINISHED};
 
 /// Replay a reviewed manifest: exactly its entries, each at most once in the ledger.
 ///
@@ -23,15 +23,20 @@ use super::{UsageError, EXIT_ALERT};
 /// one. Keys done in the ledger are skipped; poison entries go to the quarantine once and
 /// never to the target.
 ///
-/// Failures: a message failure (a 4xx other than 409, a non-zero exit other than 75) counts
-/// against its key; after the entry's max_attempts failures the next run quarantines it. A
-/// target failure (refused connection, DNS or TLS error) never counts against a key. A 5xx,
-/// timeout or exit 75 is the key's failure only when the target served the others (the run
-/// ended normally and the target answered for other messages), else the target's. The storm
-/// guard stops the run when more than --max-failure-ratio of the last --failure-window
-/// deliveries failed; SIGTERM/SIGINT stop it gracefully (in-flight deliveries finish, or are
-/// released after --timeout; a second signal exits at once). What a run leaves is
-/// "unfinished" in the report, for the next run.
+/// Failures: a message failure (a 4xx other than 409, a non-zero exit other than 75, a record
+/// the broker refuses, an SQS entry refused as the sender's fault) counts against its key;
+/// after the entry's max_attempts failures the next run quarantines it. A target failure
+/// (refused connection, DNS or TLS error, a command that cannot start) never counts against
+/// a key, and the run takes no new entries. A 5xx, timeout or exit 75 counts against its key
+/// only when the target was up: other deliveries of the run succeeded or, when none did, the
+/// target answers its health probe: http(s) a GET of --health-url (else the target's URL)
+/// answered with anything but 500, 502, 503 or 504; sqs GetQueueAttributes; kafka and exec
+/// have none (their transient failures count only beside successes). The storm guard stops
+/// the run when more than --max-failure-ratio of the last --failure-window deliveries
+/// failed, unless the health probe answers (the failures are then the messages', and the run
+/// goes on); SIGTERM/SIGINT stop it gracefully (in-flight deliveries finish, or are released
+/// after --timeout; a second signal exits at once). What a run leaves is "unfinished" in the
+/// report, each key listed with its last error, for the next run.
 ///
 /// Targets: every one but file gets the payload: the bytes the producer sent, as plan resolved
 /// them into each entry (text as its bytes, base64 decoded, a JSON object as compact JSON, a
@@ -53,7 +58,8 @@ use super::{UsageError, EXIT_ALERT};
 /// Quarantine: file:PATH, http(s)://URL, kafka://HOST:PORT/TOPIC or sqs://QUEUE-NAME.
 ///
 /// Exit codes: 0 all done, 1 error (nothing sent for a refused manifest), 3 some replays
-/// failed or entries are left for a later run, 130/143 stopped by SIGINT/SIGTERM.
+/// failed (every entry finished), 4 entries are left for a later run (a down target, the storm
+/// guard; the report lists them with their last error), 130/143 stopped by SIGINT/SIGTERM.
 ///
 /// Example:
 ///   dlqf execute manifest.jsonl --expect-digest 3f2a… --target https://stage/replay \
@@ -85,6 +91,11 @@ pub struct Args {
     /// `plan` and `show` print).
     #[arg(long, value_name = "HEX")]
     expect_digest: Option<String>,
+
+    /// For an http(s) target: the URL whose GET says the target is up (default: the target's
+    /// own URL; any answer but 500, 502, 503, 504 means up).
+    #[arg(long, value_name = "URL")]
+    health_url: Option<String>,
 
     /// Messages in flight at once.
     #[arg(long, default_value_t = 8, value_name = "N")]
@@ -136,7 +147,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         let halt = Halt::default();
         let retry = Retry { attempts: args.retries.max(1), backoff: Backoff::default(), timeout: Duration::from_secs_f64(args.timeout), halt: halt.clone() };
-        let target = target::parse(&args.target, retry.clone())?;
+        let target = target::parse_with_health(&args.target, retry.clone(), args.health_url.as_deref())?;
         // Quarantining what a stopped run has started still retries: poison must land.
         let sink_retry = Retry { halt: Halt::default(), ..retry.clone() };
         let quarantine = quarantine::parse(&args.quarantine, sink_retry)?;
@@ -173,7 +184,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     Ok(match stopped {
         Some(Stopped::Signal(signal)) => ExitCode::from(128 + signal as u8),
-        _ if report.outcomes.replay_failed > 0 || report.unfinished > 0 => ExitCode::from(EXIT_ALERT),
+        _ if report.unfinished > 0 => ExitCode::from(EXIT_UNFINISHED),
+        _ if report.outcomes.replay_failed > 0 => ExitCode::from(EXIT_ALERT),
         _ => ExitCode::SUCCESS,
     })
 }
@@ -203,6 +215,7 @@ fn describe(stopped: &Stopped, report: &ExecuteReport, ratio: f64) -> String {
         }
         Stopped::Signal(signal) => format!("stopped by {}: deliveries in flight finished or were released; {left}", StopSignals::name(*signal)),
         Stopped::TargetFailing(last) => format!("the target failed every delivery (last: {last}); no key was charged; {left}"),
+        Stopped::TargetDown(why) => format!("the target is down ({why}): the run took no new entries; no key was charged; {left}"),
     }
 }
 /// Errors never show the ledger URL's password, whatever part of the chain quoted it.

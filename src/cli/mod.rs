@@ -21,6 +21,8 @@ use clap::{Parser, Subcommand};
 pub const EXIT_RUNTIME: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_ALERT: u8 = 3;
+/// `execute` left entries for a later run (a down target, the storm guard).
+pub const EXIT_UNFINISHED: u8 = 4;
 
 /// A mistake in how dlqf was called (exit 2), found after clap's own checks.
 #[derive(Debug)]

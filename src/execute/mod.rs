@@ -7,11 +7,16 @@
 //!   record the target refuses) counts against its key at once; a key that has failed its
 //!   entry's `max_attempts` times is quarantined on the next run instead of replayed again;
 //! - a *target* failure (`Delivery::Down`: a refused connection, a DNS or TLS error) never
-//!   counts against a key: the key is released for a later run;
-//! - a 5xx or timeout (`Delivery::Transient`) is the key's failure only if the target served
-//!   the others: the run ended without the storm guard or a signal stopping it, and the target
-//!   answered for other messages (done, or refused). Otherwise it was failing for everyone,
-//!   and no key pays.
+//!   counts against a key: the key is released for a later run, and the run takes no new
+//!   entries (the target is down: the rest would only fail the same way);
+//! - a timeout or dropped connection (`Delivery::Transient`) is the key's failure only if the
+//!   target served the others: the run ended without the storm guard or a signal stopping it,
+//!   and the target answered for other messages (done, or refused). Otherwise it was failing
+//!   for everyone, and no key pays;
+//! - a 5xx or exit 75 (`Delivery::ServerError`: the target answered this message with an error
+//!   of its own) is the key's too when no other delivery succeeded but the target answers its
+//!   health probe (`Target::probe`): a few poison messages left at the end of a manifest are
+//!   charged and quarantined in `max_attempts` runs, where an outage charges nothing.
 //!
 //! The storm guard stops a run when most recent deliveries fail; SIGTERM/SIGINT stop it
 //! gracefully. What a run leaves is `unfinished` in the report, for the next run.
@@ -67,7 +72,22 @@ pub struct ExecuteReport {
     pub unfinished: u64,
     /// Deliveries that failed for the target's reasons and were charged to no key.
     pub target_failures: u64,
+    /// The unfinished entries (the first `LISTED_UNFINISHED`, in manifest order): each key, id
+    /// and why it is left.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unfinished_keys: Vec<UnfinishedKey>,
 }
+
+/// An entry a run left for a later one, and the last error it met (or why it was not reached).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnfinishedKey {
+    pub key: String,
+    pub id: String,
+    pub error: String,
+}
+
+/// Unfinished entries listed by key in a report; `unfinished` counts them all.
+pub const LISTED_UNFINISHED: usize = 1000;
 
 pub struct Options {
     pub concurrency: usize,
@@ -97,6 +117,9 @@ pub enum Stopped {
     /// Every delivery failed for the target's reasons (the last one given), with too few to
     /// trip the storm guard.
     TargetFailing(String),
+    /// A delivery proved the target unreachable (a refused connection, DNS, TLS, a command
+    /// that cannot start): no new entries were taken.
+    TargetDown(String),
 }
 
 /// How a run ended.
@@ -156,5 +179,5 @@ async fn dry_run_async(manifest: &mut Manifest, ledger: Option<&dyn Ledger>) -> 
             Fate::Replay => o.replayed += 1,
         }
     }
-    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0 })
+    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0, unfinished_keys: Vec::new() })
 }

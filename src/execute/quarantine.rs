@@ -103,7 +103,7 @@ impl Sink for TargetSink {
             };
             match self.0.send(&message).await {
                 Delivery::Delivered | Delivery::AlreadyDone => Ok(()),
-                Delivery::Rejected(why) | Delivery::Transient(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
+                Delivery::Rejected(why) | Delivery::Transient(why) | Delivery::ServerError(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
             }
         })
     }

@@ -14,7 +14,7 @@ use super::guard::StormGuard;
 use super::ledger::{Finish, Ledger};
 use super::quarantine::Sink;
 use super::signals::StopSignals;
-use super::target::{Delivery, Target};
+use super::target::{Delivery, Probe, Target};
 use super::{ExecuteReport, Options, Outcomes, Run, Stopped, REPORT_ID};
 use super::message::Message;
 use crate::manifest::{Decision, Entry, Manifest, Origin};
@@ -65,12 +65,17 @@ struct Shared<'a> {
     answered: AtomicU64,
     target_failures: AtomicU64,
     last_target_failure: Mutex<Option<String>>,
-    /// 5xx and timeouts, charged to their keys at the end only if the target served others.
-    transient: Mutex<Vec<(String, String, String)>>,
+    /// 5xx and timeouts, charged to their keys at the end only if the target was up: key, id,
+    /// why, and whether the target answered with an error of its own (a 5xx).
+    transient: Mutex<Vec<(String, String, String, bool)>>,
     outcomes: Mutex<Outcomes>,
     /// Keys this run is handling now. The ledger grants a key to the executor already holding
     /// it, so a second entry with the same key must wait here for the first to end.
     in_flight: Mutex<HashSet<String>>,
+    /// Entries left for a later run, as they were left: key, id and the last error they met.
+    left: Mutex<Vec<(String, String, String)>>,
+    /// The target answered its health probe when the storm guard tripped (said once).
+    probed_up: AtomicBool,
 }
 
 pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Manifest, parts: Parts) -> Result<Run> {
@@ -90,6 +95,8 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         transient: Mutex::new(Vec::new()),
         outcomes: Mutex::new(Outcomes::default()),
         in_flight: Mutex::new(HashSet::new()),
+        left: Mutex::default(),
+        probed_up: AtomicBool::new(false),
         parts,
     };
     let entries = Mutex::new(manifest.entries()?);
@@ -156,8 +163,53 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         let last = shared.last_target_failure.into_inner().unwrap().unwrap_or_default();
         stopped = Some(Stopped::TargetFailing(last));
     }
-    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished: total - outcomes.total(), outcomes, target_failures };
+    // What the run left, in manifest order: the entries it released, and those it never reached
+    // (their keys read from the manifest only as far as the list goes).
+    let mut left = std::mem::take(&mut *shared.left.lock().unwrap());
+    let unfinished = total - outcomes.total();
+    let not_reached = match &stopped {
+        Some(why) => format!("not reached: {}", stopped_short(why)),
+        None => "not reached".to_string(),
+    };
+    let mut deferred = deferred.into_inner().unwrap().into_iter().map(|e| (e.key, e.id, "claimed by another executor until the run ended".to_string())).collect::<Vec<_>>();
+    let mut rest = entries.into_inner().unwrap();
+    let mut unfinished_keys = Vec::new();
+    // Those the run released first, as it left them; then the deferred; then those never
+    // reached, in manifest order.
+    for (key, id, error) in std::mem::take(&mut left) {
+        unfinished_keys.push(super::UnfinishedKey { key, id, error });
+    }
+    for (key, id, error) in deferred.drain(..) {
+        unfinished_keys.push(super::UnfinishedKey { key, id, error });
+    }
+    while unfinished_keys.len() < super::LISTED_UNFINISHED.min(unfinished as usize) {
+        match rest.next() {
+            Some(Ok(entry)) => unfinished_keys.push(super::UnfinishedKey { key: entry.key, id: entry.id, error: not_reached.clone() }),
+            _ => break,
+        }
+    }
+    unfinished_keys.truncate(super::LISTED_UNFINISHED);
+    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, unfinished_keys };
     Ok(Run { report, stopped })
+}
+
+/// What a delivery told the storm guard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Failure {
+    None,
+    /// The target answered with an error (a 5xx, a refusal).
+    Answered,
+    /// No answer: a timeout, a dropped connection.
+    Unanswered,
+}
+
+/// Why a run stopped, in a few words, for the entries it never reached.
+fn stopped_short(stopped: &Stopped) -> String {
+    match stopped {
+        Stopped::StormGuard { failures, seen } => format!("the storm guard stopped the run ({failures} of the last {seen} deliveries failed)"),
+        Stopped::Signal(signal) => format!("the run was stopped by {}", StopSignals::name(*signal)),
+        Stopped::TargetFailing(last) | Stopped::TargetDown(last) => format!("the target was failing ({last})"),
+    }
 }
 
 impl Shared<'_> {
@@ -214,7 +266,7 @@ impl Shared<'_> {
             Ok(message) => message,
             Err(why) => {
                 ledger.finish(key, Finish::Failed).await?;
-                self.record(true);
+                self.record(Failure::Answered).await;
                 messages::message(format!("replay of {key} ({}) failed: {why}", entry.id));
                 return Ok(Outcome::Failed);
             }
@@ -223,42 +275,71 @@ impl Shared<'_> {
             // Stopped, and the grace ran out: the target may or may not have it. Released, so
             // a later run sends it again under the same Idempotency-Key.
             ledger.finish(key, Finish::Released).await?;
+            self.leave(entry, "in flight when the run was stopped: released, to be sent again with the same key");
             return Ok(Outcome::Left);
         };
+        let answered = matches!(delivery, Delivery::ServerError(_));
         match delivery {
             Delivery::Delivered | Delivery::AlreadyDone => {
                 ledger.finish(key, Finish::Done).await?;
                 self.answered.fetch_add(1, Ordering::SeqCst);
-                self.record(false);
+                self.record(Failure::None).await;
                 Ok(if delivery == Delivery::Delivered { Outcome::Replayed } else { Outcome::Skipped })
             }
             Delivery::Rejected(why) => {
                 ledger.finish(key, Finish::Failed).await?;
                 self.answered.fetch_add(1, Ordering::SeqCst);
-                self.record(true);
+                self.record(Failure::Answered).await;
                 messages::message(format!("replay of {key} ({}) failed: {why}", entry.id));
                 Ok(Outcome::Failed)
             }
-            Delivery::Transient(why) => {
+            Delivery::Transient(why) | Delivery::ServerError(why) => {
                 ledger.finish(key, Finish::Released).await?;
-                self.record(true);
-                self.transient.lock().unwrap().push((key.to_string(), entry.id.clone(), why));
+                self.record(if answered { Failure::Answered } else { Failure::Unanswered }).await;
+                self.leave(entry, &why);
+                self.transient.lock().unwrap().push((key.to_string(), entry.id.clone(), why, answered));
                 Ok(Outcome::Left)
             }
             Delivery::Down(why) => {
                 ledger.finish(key, Finish::Released).await?;
-                self.record(true);
+                self.leave(entry, &why);
+                // The target is down: the rest would fail the same way. No new entries.
+                self.stopped.lock().unwrap().get_or_insert(Stopped::TargetDown(why.clone()));
+                self.halt();
                 self.target_failure(why);
                 Ok(Outcome::Left)
             }
         }
     }
 
-    /// Feeds the storm guard; a trip stops the run.
-    fn record(&self, failed: bool) {
-        if let Some(tripped) = self.guard.record(failed) {
-            self.stopped.lock().unwrap().get_or_insert(Stopped::StormGuard { failures: tripped.failures, seen: tripped.seen });
-            self.halt();
+    /// Notes an entry left for a later run, with the error it met.
+    fn leave(&self, entry: &Entry, why: &str) {
+        self.left.lock().unwrap().push((entry.key.clone(), entry.id.clone(), why.to_string()));
+    }
+
+    /// Feeds the storm guard. A trip stops the run, unless the failure that tripped it was the
+    /// target's own answer (a 5xx) and the target answers its health probe: then the failures
+    /// are the messages' (a batch of poison), and the run goes on.
+    async fn record(&self, failure: Failure) {
+        let Some(tripped) = self.guard.record(failure != Failure::None) else { return };
+        if self.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let probe = if failure == Failure::Answered { self.parts.target.probe().await } else { None };
+        match probe {
+            Some(Probe::Up(answer)) => {
+                if !self.probed_up.swap(true, Ordering::SeqCst) {
+                    messages::message(format!(
+                        "{} of the last {} deliveries failed, but the target answers its health probe ({answer}): the failures are the messages', and the run goes on",
+                        tripped.failures, tripped.seen
+                    ));
+                }
+                self.guard.reset();
+            }
+            _ => {
+                self.stopped.lock().unwrap().get_or_insert(Stopped::StormGuard { failures: tripped.failures, seen: tripped.seen });
+                self.halt();
+            }
         }
     }
 
@@ -277,19 +358,36 @@ impl Shared<'_> {
     }
 
     /// The verdict on 5xx and timeouts: the keys' own failures when the run ended normally
-    /// and the target answered for other messages (it served the others), else the target's.
+    /// and the target was up: it answered for other messages (it served the others), or,
+    /// where none did, it answers its health probe now. Else the target's.
     async fn settle_transient(&self) -> Result<()> {
         let transient = std::mem::take(&mut *self.transient.lock().unwrap());
         let served = !self.stop.load(Ordering::SeqCst) && self.answered.load(Ordering::SeqCst) > 0;
-        for (key, id, why) in transient {
-            if served {
+        // No delivery succeeded: the target's own error answers are the messages' if it answers
+        // its health probe.
+        let mut probed_up = false;
+        if !served && transient.iter().any(|t| t.3) && !self.stop.load(Ordering::SeqCst) {
+            match self.parts.target.probe().await {
+                Some(Probe::Up(answer)) => {
+                    messages::message(format!("no delivery of this run succeeded, but the target answers its health probe ({answer}): the errors it answered are the messages' own"));
+                    probed_up = true;
+                }
+                Some(Probe::Down(why)) => messages::message(format!("the target does not answer its health probe ({why}): no key is charged")),
+                None => {}
+            }
+        }
+        let mut charged = HashSet::new();
+        for (key, id, why, answered) in transient {
+            if served || (probed_up && answered) {
                 self.parts.ledger.charge(&key).await?;
                 self.outcomes.lock().unwrap().replay_failed += 1;
                 messages::message(format!("replay of {key} ({id}) failed: {why}"));
+                charged.insert(key);
             } else {
                 self.target_failure(why);
             }
         }
+        self.left.lock().unwrap().retain(|(key, _, _)| !charged.contains(key));
         Ok(())
     }
 

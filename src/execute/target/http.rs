@@ -4,19 +4,27 @@
 use anyhow::{Context, Result};
 use futures_util::future::BoxFuture;
 
-use super::{transport_error, with_retries, Delivery, Retry, Target};
+use super::{transport_error, with_retries, Delivery, Probe, Retry, Target};
 use crate::execute::message::Message;
 
 pub struct HttpTarget {
     client: reqwest::Client,
     url: String,
     retry: Retry,
+    /// What the health probe GETs: `--health-url`, else the target's own URL.
+    health: String,
 }
 
 impl HttpTarget {
     pub fn new(url: &str, retry: Retry) -> Result<HttpTarget> {
         let client = reqwest::Client::builder().timeout(retry.timeout).build().context("building the HTTP client")?;
-        Ok(HttpTarget { client, url: url.to_string(), retry })
+        Ok(HttpTarget { client, url: url.to_string(), retry, health: url.to_string() })
+    }
+
+    /// The URL the health probe asks instead of the target's own.
+    pub fn with_health(mut self, url: &str) -> HttpTarget {
+        self.health = url.to_string();
+        self
     }
 
     /// POSTs `body` with the key (and any extra headers), retried while the answer says so
@@ -42,7 +50,7 @@ fn answer(url: &str, status: reqwest::StatusCode) -> Delivery {
         200..=299 => Delivery::Delivered,
         409 => Delivery::AlreadyDone,
         400..=499 => Delivery::Rejected(format!("HTTP {status} from {url}")),
-        _ => Delivery::Transient(format!("HTTP {status} from {url}")),
+        _ => Delivery::ServerError(format!("HTTP {status} from {url}")),
     }
 }
 
@@ -60,6 +68,21 @@ impl Target for HttpTarget {
         extra.retain(|(name, value)| reqwest::header::HeaderName::try_from(name.as_str()).is_ok() && reqwest::header::HeaderValue::try_from(value.as_str()).is_ok());
         Box::pin(async move { self.post(message.key, message.body(), message.content_type(), &extra).await })
     }
+
+    /// A GET of the health URL (the target's own unless `--health-url` names one): any answer
+    /// but 500, 502, 503 and 504 (a 404, 405 or 501 of a POST-only endpoint included) says a
+    /// server is there and serving; those four, or no answer, say it is not.
+    fn probe(&self) -> BoxFuture<'_, Option<Probe>> {
+        Box::pin(async move {
+            Some(match self.client.get(&self.health).header("User-Agent", "dlqf-probe").send().await {
+                Ok(response) => match response.status().as_u16() {
+                    code @ (500 | 502 | 503 | 504) => Probe::Down(format!("GET {}: HTTP {code}", self.health)),
+                    code => Probe::Up(format!("GET {}: HTTP {code}", self.health)),
+                },
+                Err(e) => Probe::Down(format!("GET {}: {e}", self.health)),
+            })
+        })
+    }
 }
 
 
@@ -73,7 +96,7 @@ mod tests {
         assert_eq!(answer("u", status(204)), Delivery::Delivered);
         assert_eq!(answer("u", status(409)), Delivery::AlreadyDone);
         assert_eq!(answer("u", status(422)), Delivery::Rejected("HTTP 422 Unprocessable Entity from u".into()));
-        assert_eq!(answer("u", status(503)), Delivery::Transient("HTTP 503 Service Unavailable from u".into()));
+        assert_eq!(answer("u", status(503)), Delivery::ServerError("HTTP 503 Service Unavailable from u".into()));
         assert!(answer("u", status(503)).is_retryable() && !answer("u", status(404)).is_retryable());
         assert!(Delivery::Down("x".into()).is_retryable());
     }

@@ -55,11 +55,30 @@ impl KafkaTarget {
     }
 
     async fn client(&self) -> Result<&Client, Delivery> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        self.reachable().await?;
         let backoff = BackoffConfig { deadline: Some(self.retry.timeout), ..BackoffConfig::default() };
         self.client
             .get_or_try_init(|| ClientBuilder::new(self.brokers.clone()).client_id("dlqf").backoff_config(backoff).build())
             .await
             .map_err(|e| Delivery::Down(format!("{}: cannot connect: {e}", self.name())))
+    }
+
+    /// Whether any broker accepts a connection: a refused connection or a name that does not
+    /// resolve proves them unreachable at once, where the client would retry until its deadline.
+    async fn reachable(&self) -> Result<(), Delivery> {
+        let wait = self.retry.timeout.min(std::time::Duration::from_secs(5));
+        let mut why = Vec::new();
+        for broker in &self.brokers {
+            match tokio::time::timeout(wait, tokio::net::TcpStream::connect(broker)).await {
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(e)) => why.push(format!("{broker}: {e}")),
+                Err(_) => why.push(format!("{broker}: no answer within {wait:?}")),
+            }
+        }
+        Err(Delivery::Down(format!("{}: cannot connect ({})", self.name(), why.join("; "))))
     }
 
     /// The topic's partition count (asked of the brokers once, and again when unknown). A

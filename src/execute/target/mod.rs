@@ -36,9 +36,13 @@ pub enum Delivery {
     /// The target refused this message (a 4xx other than 409, a non-zero exit): a message
     /// failure, counted against the key.
     Rejected(String),
-    /// A 5xx, a timeout, a dropped connection, exit 75 (EX_TEMPFAIL): this key's failure when
-    /// the target serves the others, the target's when it fails for everyone.
+    /// A timeout, a dropped connection, a broker's passing error: this key's failure when the
+    /// target serves the others, the target's when it fails for everyone.
     Transient(String),
+    /// The target answered this message with an error of its own (a 5xx, exit 75
+    /// EX_TEMPFAIL, an SQS entry failed not by the sender's fault): as `Transient`, and also
+    /// the key's failure when no delivery succeeded but the target answers its health probe.
+    ServerError(String),
     /// The target was not reached (refused connection, DNS or TLS error, a command that cannot
     /// start, an unwritable file): the target's failure, never the key's.
     Down(String),
@@ -47,6 +51,21 @@ pub enum Delivery {
 pub trait Target: Send + Sync {
     /// Delivers one message, retrying transient failures itself.
     fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery>;
+
+    /// Asks the target whether it is up, apart from any message: the evidence that a 5xx or
+    /// timeout no other delivery of the run outweighs is the message's failure, not an outage.
+    /// None: this target has no such question (its transient failures stay the target's
+    /// unless other deliveries of the run succeeded).
+    fn probe(&self) -> BoxFuture<'_, Option<Probe>> {
+        Box::pin(async { None })
+    }
+}
+
+/// What a target said when asked whether it is up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    Up(String),
+    Down(String),
 }
 
 /// Retry and timeout settings shared by network targets and sinks.
@@ -105,7 +124,18 @@ pub fn check(spec: &str) -> Result<()> {
 
 /// Opens the target a checked spec names.
 pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Target>> {
+    parse_with_health(spec, retry, None)
+}
+
+/// `parse`, an http(s) target's health probe asking `health` instead of its own URL.
+pub fn parse_with_health(spec: &str, retry: Retry, health: Option<&str>) -> Result<Box<dyn Target>> {
     check(spec)?;
+    if let Some(health) = health {
+        if !(spec.starts_with("http://") || spec.starts_with("https://")) {
+            bail!("--health-url: only an http(s) target is probed by a URL");
+        }
+        return Ok(Box::new(HttpTarget::new(spec, retry)?.with_health(health)));
+    }
     if let Some(cmd) = spec.strip_prefix("exec:") {
         Ok(Box::new(ExecTarget::new(cmd.split_whitespace().map(str::to_string).collect())))
     } else if let Some(path) = spec.strip_prefix("file:") {
@@ -122,7 +152,7 @@ pub fn parse(spec: &str, retry: Retry) -> Result<Box<dyn Target>> {
 impl Delivery {
     /// Worth another try within the run: a 5xx, a timeout, a connection that failed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Delivery::Transient(_) | Delivery::Down(_))
+        matches!(self, Delivery::Transient(_) | Delivery::ServerError(_) | Delivery::Down(_))
     }
 }
 
@@ -187,7 +217,7 @@ mod tests {
                 std::future::ready(d.clone())
             }
         };
-        assert_eq!(run(with_retries(&retry(3), always(Delivery::Transient("503".into())))), Delivery::Transient("503".into()));
+        assert_eq!(run(with_retries(&retry(3), always(Delivery::ServerError("503".into())))), Delivery::ServerError("503".into()));
         assert_eq!(tries.swap(0, Ordering::SeqCst), 3);
         assert_eq!(run(with_retries(&retry(3), always(Delivery::Rejected("422".into())))), Delivery::Rejected("422".into()));
         assert_eq!(tries.swap(0, Ordering::SeqCst), 1, "a message failure is final");
@@ -195,7 +225,7 @@ mod tests {
         halted.halt.raise();
         run(with_retries(&halted, always(Delivery::Down("refused".into()))));
         assert_eq!(tries.swap(0, Ordering::SeqCst), 1, "a halted run tries once");
-        let mut answers = vec![Delivery::Delivered, Delivery::Transient("503".into())];
+        let mut answers = vec![Delivery::Delivered, Delivery::ServerError("503".into())];
         assert_eq!(run(with_retries(&retry(3), || std::future::ready(answers.pop().unwrap()))), Delivery::Delivered);
     }
 
@@ -219,7 +249,7 @@ mod tests {
         let send = |spec: &str| run(async { parse(spec, retry(1)).unwrap().send(&message).await });
         assert_eq!(send("exec:true"), Delivery::Delivered);
         assert!(matches!(send("exec:false"), Delivery::Rejected(_)));
-        assert!(matches!(send(&format!("exec:{}", script.display())), Delivery::Transient(_)));
+        assert!(matches!(send(&format!("exec:{}", script.display())), Delivery::ServerError(_)));
         assert!(matches!(send("exec:/nonexistent/command"), Delivery::Down(_)));
         let file = dir.path().join("out.jsonl");
         assert_eq!(send(&format!("file:{}", file.display())), Delivery::Delivered);

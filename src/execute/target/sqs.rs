@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, OnceCell};
 
-use super::{transport_error, with_retries, Delivery, Retry, Target};
+use super::{transport_error, with_retries, Delivery, Probe, Retry, Target};
 use crate::aws::Aws;
 use crate::execute::message::Message;
 
@@ -147,7 +147,7 @@ async fn send_batch(client: &reqwest::Client, name: &str, url: &str, batch: Vec<
                 if let Some(i) = index(failed) {
                     let why = format!("{name}: {}: {}", failed["Code"].as_str().unwrap_or("failed"), failed["Message"].as_str().unwrap_or_default());
                     // SenderFault: this message was refused; otherwise SQS failed to take it.
-                    outcomes[i] = Some(if failed["SenderFault"].as_bool() == Some(true) { Delivery::Rejected(why) } else { Delivery::Transient(why) });
+                    outcomes[i] = Some(if failed["SenderFault"].as_bool() == Some(true) { Delivery::Rejected(why) } else { Delivery::ServerError(why) });
                 }
             }
         }
@@ -175,5 +175,19 @@ impl Target for SqsTarget {
             entry["MessageGroupId"] = json!(message.origin_key_text().unwrap_or_else(|| message.id.to_string()));
         }
         Box::pin(async move { with_retries(&self.retry, || self.send_once(entry.clone())).await })
+    }
+
+    /// The queue's attributes: a queue that answers GetQueueAttributes is up.
+    fn probe(&self) -> BoxFuture<'_, Option<Probe>> {
+        Box::pin(async move {
+            let name = self.name();
+            Some(match self.ready().await {
+                Err(failure) => Probe::Down(format!("{failure:?}")),
+                Ok((url, _)) => match Self::call(&self.client, &name, "GetQueueAttributes", &json!({"QueueUrl": url, "AttributeNames": ["QueueArn"]})).await {
+                    Ok(_) => Probe::Up(format!("{name}: GetQueueAttributes answered")),
+                    Err(failure) => Probe::Down(format!("{failure:?}")),
+                },
+            })
+        })
     }
 }
