@@ -399,3 +399,61 @@ fn a_message_dead_lettered_several_times_is_replayed_once_in_one_run() {
     assert_eq!(delivered.len(), 20);
     assert!(delivered.values().all(|&n| n == 1), "each key sent once: {delivered:?}");
 }
+
+/// The first `n` replay entries of each signature after `skip` of them, in manifest order,
+/// computed here from the manifest alone.
+fn canary_picks(entries: &[Value], skip: usize, n: usize) -> (HashSet<String>, BTreeMap<String, usize>) {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut picks = HashSet::new();
+    for e in entries.iter().filter(|e| e["decision"] == "replay") {
+        let i = seen.entry(e["signature"].to_string()).or_default();
+        if (skip..skip + n).contains(i) {
+            picks.insert(e["key"].as_str().unwrap().to_string());
+        }
+        *i += 1;
+    }
+    (picks, seen)
+}
+
+#[test]
+fn a_canary_sends_the_first_n_of_each_signature_and_the_next_run_sends_the_rest() {
+    let dir = Dir::new();
+    dump(&dir);
+    let (_, entries) = plan(&dir);
+    let stage = Stage::start();
+    let (first, per_signature) = canary_picks(&entries, 0, 2);
+    assert!(per_signature.len() >= 2 && per_signature.values().all(|&n| n > 4), "{per_signature:?}");
+
+    let run = execute(&dir, &stage, &["--canary", "2"]);
+    assert_eq!(run.code, 0, "a canary that delivered all it sent: {}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(stage.keys().into_iter().collect::<HashSet<_>>(), first, "the first two of each signature, whatever the concurrency");
+    assert_eq!(report["outcomes"]["replayed"], first.len() as u64);
+    assert!(quarantined(&dir).is_empty(), "a canary quarantines nothing");
+    let canary = &report["canary"];
+    assert_eq!(canary["limit"], 2);
+    assert_eq!(canary["held"].as_u64().unwrap() as usize, entries.len() - first.len(), "{canary}");
+    assert_eq!(report["unfinished"], canary["held"]);
+    for s in canary["signatures"].as_array().unwrap() {
+        let replays = per_signature.get(&s["signature"].to_string()).copied().unwrap_or(0);
+        let all = entries.iter().filter(|e| e["signature"] == s["signature"]).count();
+        assert_eq!(s["sent"].as_u64().unwrap() as usize, replays.min(2), "{s}");
+        assert_eq!(s["held"].as_u64().unwrap() as usize, all - replays.min(2), "poison is held too: {s}");
+    }
+    assert!(run.stderr.contains("canary"), "{}", run.stderr);
+
+    // A second canary sends the next two of each: what is done does not count.
+    let (second, _) = canary_picks(&entries, 2, 2);
+    let run = execute(&dir, &stage, &["--canary", "2", "--concurrency", "1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(stage.keys().into_iter().collect::<HashSet<_>>(), &first | &second);
+
+    // The run after, no canary: the rest is sent, poison quarantined, no key twice.
+    let run = execute(&dir, &stage, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let replays = entries.iter().filter(|e| e["decision"] == "replay").count();
+    assert_eq!(outcomes(&run)["replayed"].as_u64().unwrap() as usize, replays - first.len() - second.len());
+    assert_eq!(stage.keys().len(), replays);
+    assert!(stage.delivered().values().all(|&n| n == 1));
+    assert_eq!(quarantined(&dir).len(), entries.len() - replays);
+}

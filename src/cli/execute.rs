@@ -57,9 +57,13 @@ use super::{UsageError, EXIT_ALERT, EXIT_UNFINISHED};
 ///       FIFO queues deduplicate on the idempotency key and group by the origin key.
 /// Quarantine: file:PATH, http(s)://URL, kafka://HOST:PORT/TOPIC or sqs://QUEUE-NAME.
 ///
-/// Exit codes: 0 all done, 1 error (nothing sent for a refused manifest), 3 some replays
-/// failed (every entry finished), 4 entries are left for a later run (a down target, the storm
-/// guard; the report lists them with their last error), 130/143 stopped by SIGINT/SIGTERM.
+/// Canary: --canary N sends at most N entries per signature and holds the rest for the next
+/// run (which, without --canary, sends them): try a fix on a few messages of each cause first.
+///
+/// Exit codes: 0 all done (a canary: everything it sent), 1 error (nothing sent for a refused
+/// manifest), 3 some replays failed (every entry finished), 4 entries are left for a later run
+/// (a down target, the storm guard; the report lists them with their last error), 130/143
+/// stopped by SIGINT/SIGTERM.
 ///
 /// Example:
 ///   dlqf execute manifest.jsonl --expect-digest 3f2a… --target https://stage/replay \
@@ -96,6 +100,12 @@ pub struct Args {
     /// own URL; any answer but 500, 502, 503, 504 means up).
     #[arg(long, value_name = "URL")]
     health_url: Option<String>,
+
+    /// A canary run: send at most N entries per signature (the first in manifest order) and
+    /// hold the rest, poison included, for the next run; the report counts per signature what
+    /// was sent and held. The manifest stays the approval: the next run sends the rest of it.
+    #[arg(long, value_name = "N")]
+    canary: Option<u64>,
 
     /// Messages in flight at once.
     #[arg(long, default_value_t = 8, value_name = "N")]
@@ -167,6 +177,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             lease_ms: (args.lease * 1000.0) as i64,
             grace: Duration::from_secs_f64(args.timeout),
             halt,
+            canary: args.canary,
         };
         let signals = StopSignals::install()?;
         let progress = Progress::for_count(manifest.header.entries, !args.no_progress);
@@ -182,9 +193,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(why) = &stopped {
         messages::message(describe(why, &report, args.max_failure_ratio));
     }
+    // What a canary holds back is left by design: only what it could not finish counts.
+    let held = report.canary.as_ref().map_or(0, |c| c.held);
+    if let Some(canary) = &report.canary {
+        let sent: u64 = canary.signatures.iter().map(|s| s.sent).sum();
+        messages::message(format!("canary: {sent} entries sent (at most {} a signature over {} signatures); {held} held for the next run", canary.limit, canary.signatures.len()));
+    }
     Ok(match stopped {
         Some(Stopped::Signal(signal)) => ExitCode::from(128 + signal as u8),
-        _ if report.unfinished > 0 => ExitCode::from(EXIT_UNFINISHED),
+        _ if report.unfinished > held => ExitCode::from(EXIT_UNFINISHED),
         _ if report.outcomes.replay_failed > 0 => ExitCode::from(EXIT_ALERT),
         _ => ExitCode::SUCCESS,
     })
@@ -193,6 +210,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// Every flag checked before the manifest is read, each error naming its flag.
 fn check_flags(args: &Args) -> Result<()> {
     let positive = [("--concurrency", args.concurrency as f64), ("--failure-window", args.failure_window as f64), ("--timeout", args.timeout), ("--lease", args.lease)];
+    if args.canary == Some(0) {
+        anyhow::bail!("--canary must be at least 1 (it is how many entries a signature sends)");
+    }
     for (flag, value) in positive.into_iter().chain(args.rate.map(|r| ("--rate", r))) {
         if value.is_nan() || value <= 0.0 {
             anyhow::bail!("{flag} must be positive, got {value}");

@@ -23,6 +23,7 @@
 
 pub mod append;
 pub mod backoff;
+mod canary;
 mod gate;
 mod guard;
 pub mod ledger;
@@ -76,6 +77,29 @@ pub struct ExecuteReport {
     /// and why it is left.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unfinished_keys: Vec<UnfinishedKey>,
+    /// A canary run (`--canary N`): what it sent and held back, per signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<CanaryReport>,
+}
+
+/// What a canary run did per signature: at most `limit` entries sent, the rest held for the
+/// next run (unfinished, by design).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanaryReport {
+    pub limit: u64,
+    /// Entries held back in all: counted in `unfinished`.
+    pub held: u64,
+    pub signatures: Vec<CanarySignature>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanarySignature {
+    pub signature: crate::signature::Signature,
+    /// Entries sent to the target (delivered or failed).
+    pub sent: u64,
+    /// Entries held for the next run: replays past the limit, and poison (a canary run
+    /// quarantines nothing).
+    pub held: u64,
 }
 
 /// An entry a run left for a later one, and the last error it met (or why it was not reached).
@@ -105,6 +129,9 @@ pub struct Options {
     pub grace: Duration,
     /// Raised when the run stops, so deliveries in flight retry no more.
     pub halt: target::Halt,
+    /// A canary run: at most this many entries sent per signature, in manifest order; the rest
+    /// (poison too) held for the next run.
+    pub canary: Option<u64>,
 }
 
 /// Why a run stopped before the end of the manifest.
@@ -164,14 +191,8 @@ async fn dry_run_async(manifest: &mut Manifest, ledger: Option<&dyn Ledger>) -> 
             Some(l) => l.peek(&entry.key).await?,
             None => None,
         };
-        let claim = match state {
-            // A key the manifest repeats: a run handles it once, and its later entries find it done.
-            _ if !seen.insert(entry.key.clone()) => Claim::Done,
-            Some((state, _)) if state == "done" => Claim::Done,
-            Some((state, _)) if state == "quarantined" => Claim::Quarantined,
-            Some((_, failures)) => Claim::Granted { failures },
-            None => Claim::Granted { failures: 0 },
-        };
+        // A key the manifest repeats: a run handles it once, and its later entries find it done.
+        let claim = if seen.insert(entry.key.clone()) { claim_now(state) } else { Claim::Done };
         match gate::fate(&entry, &claim) {
             Fate::Finished | Fate::Busy => o.skipped_idempotent += 1,
             Fate::Hold(Decision::PoisonAttempts, _) => o.poison_attempts += 1,
@@ -179,5 +200,16 @@ async fn dry_run_async(manifest: &mut Manifest, ledger: Option<&dyn Ledger>) -> 
             Fate::Replay => o.replayed += 1,
         }
     }
-    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0, unfinished_keys: Vec::new() })
+    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0, unfinished_keys: Vec::new(), canary: None })
+}
+
+/// The claim a key would be granted now, from its ledger state (state and failures; none if
+/// the key was never recorded).
+fn claim_now(state: Option<(String, i64)>) -> Claim {
+    match state {
+        Some((state, _)) if state == "done" => Claim::Done,
+        Some((state, _)) if state == "quarantined" => Claim::Quarantined,
+        Some((_, failures)) => Claim::Granted { failures },
+        None => Claim::Granted { failures: 0 },
+    }
 }

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::gate::{self, Fate};
+use super::canary::Canary;
 use super::guard::StormGuard;
 use super::ledger::{Finish, Ledger};
 use super::quarantine::Sink;
@@ -44,6 +45,8 @@ enum Outcome {
     /// Released for a later run: a target failure, a 5xx or timeout awaiting the run's
     /// verdict, or a delivery cut short by a stop.
     Left,
+    /// Held back by a canary run, for the next.
+    Held,
 }
 
 /// Failed deliveries whose cause is not printed one by one past this many.
@@ -76,6 +79,8 @@ struct Shared<'a> {
     left: Mutex<Vec<(String, String, String)>>,
     /// The target answered its health probe when the storm guard tripped (said once).
     probed_up: AtomicBool,
+    /// A canary run's picks and counts.
+    canary: Option<Canary>,
 }
 
 pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Manifest, parts: Parts) -> Result<Run> {
@@ -97,6 +102,10 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         in_flight: Mutex::new(HashSet::new()),
         left: Mutex::default(),
         probed_up: AtomicBool::new(false),
+        canary: match options.canary {
+            Some(limit) => Some(runtime.block_on(Canary::pick(manifest, parts.ledger, limit))?),
+            None => None,
+        },
         parts,
     };
     let entries = Mutex::new(manifest.entries()?);
@@ -182,14 +191,17 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
     for (key, id, error) in deferred.drain(..) {
         unfinished_keys.push(super::UnfinishedKey { key, id, error });
     }
-    while unfinished_keys.len() < super::LISTED_UNFINISHED.min(unfinished as usize) {
+    // Entries a canary held are left by design: its report counts them, this list does not.
+    let canary = shared.canary.as_ref().map(Canary::report);
+    let listed = unfinished - canary.as_ref().map_or(0, |c| c.held);
+    while unfinished_keys.len() < super::LISTED_UNFINISHED.min(listed as usize) {
         match rest.next() {
             Some(Ok(entry)) => unfinished_keys.push(super::UnfinishedKey { key: entry.key, id: entry.id, error: not_reached.clone() }),
             _ => break,
         }
     }
     unfinished_keys.truncate(super::LISTED_UNFINISHED);
-    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, unfinished_keys };
+    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, unfinished_keys, canary };
     Ok(Run { report, stopped })
 }
 
@@ -234,7 +246,7 @@ impl Shared<'_> {
             Outcome::PoisonAttempts => o.poison_attempts += 1,
             Outcome::PoisonUncleared => o.poison_uncleared += 1,
             Outcome::Failed => o.replay_failed += 1,
-            Outcome::Left => {}
+            Outcome::Left | Outcome::Held => {}
             Outcome::Deferred => unreachable!("deferred entries are retried"),
         }
         self.parts.progress.advance(1);
@@ -254,6 +266,10 @@ impl Shared<'_> {
         match gate::fate(entry, &claim) {
             Fate::Finished => Ok(Outcome::Skipped),
             Fate::Busy => Ok(Outcome::Deferred),
+            fate @ (Fate::Hold(..) | Fate::Replay) if self.canary.as_ref().is_some_and(|c| !c.takes(entry, &fate)) => {
+                self.parts.ledger.finish(&entry.key, Finish::Released).await?;
+                Ok(Outcome::Held)
+            }
             Fate::Hold(decision, detail) => self.quarantine(entry, decision, detail).await,
             Fate::Replay => self.replay(entry).await,
         }
