@@ -103,3 +103,40 @@ fn a_profile_in_the_shared_files_reaches_s3_and_no_credentials_is_one_clear_line
     assert!(!run.stderr.contains("169.254.169.254"), "{}", run.stderr);
     assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
 }
+
+/// A FIFO queue costs its server more the more it holds (moto recomputes the queue's
+/// attributes over every stored message for each one added), so deliveries slow down as the
+/// replay goes: 64 workers and a 1 s timeout must meet a slower and slower target with fewer
+/// requests in flight, not with re-sent batches that bury it. Every entry lands once, and a
+/// rerun sends nothing.
+#[test]
+#[ignore = "needs the loopback moto server: make test runs it"]
+fn a_fifo_replay_to_a_slowing_queue_finishes_with_every_group_once() {
+    let queue = format!("dlqf-slowing-{}.fifo", std::process::id());
+    let dir = Dir::new();
+    sqs(&["create", &queue]);
+    let n = 500;
+    let mut records = envelope_dump(&dir, n, &["orders"]);
+    // Keys SQS would refuse as a MessageGroupId (a space, non-ASCII, over 128 characters).
+    records[1]["original_key"] = Value::String("user 7 ünïcode".into());
+    records[2]["original_key"] = Value::String("k".repeat(200));
+    dir.create("e.jsonl", records.iter().map(|r| r.to_string() + "\n").collect::<String>());
+    dir.command().args(["plan", "e.jsonl", "--profile", "envelope", "-o", "m.jsonl"]).ok();
+    let target = format!("sqs://{queue}");
+    let args = ["execute", "m.jsonl", "--target", &target, "--ledger", "l.db", "--quarantine", "file:q.jsonl", "--concurrency", "64", "--timeout", "1"];
+    let run = dir.command().args(args).run();
+    let report: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    assert_eq!((run.code, report["outcomes"]["replayed"].as_u64()), (0, Some(n as u64)), "{}\n{}", run.stderr, report["outcomes"]);
+    let got = receive(&queue);
+    let mut bodies: Vec<u64> = got.iter().map(|m| serde_json::from_str::<Value>(m["body"].as_str().unwrap()).unwrap()["total"].as_u64().unwrap()).collect();
+    bodies.sort();
+    assert_eq!(bodies, (0..n as u64).collect::<Vec<_>>(), "each entry exactly once");
+    let valid_group = |g: &str| !g.is_empty() && g.len() <= 128 && g.bytes().all(|b| (b'!'..=b'~').contains(&b));
+    for message in &got {
+        let group = message["attributes"]["MessageGroupId"].as_str().unwrap();
+        assert!(valid_group(group), "SQS takes 1-128 ASCII letters, digits and punctuation as a MessageGroupId: {group:?}");
+    }
+    let again = dir.command().args(args).json();
+    assert_eq!(again["outcomes"]["skipped_idempotent"], n);
+    assert!(receive(&queue).is_empty(), "a rerun sends nothing");
+}

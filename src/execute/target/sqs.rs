@@ -2,7 +2,11 @@
 //! attribute, sent in batches of up to ten (each entry succeeds or fails on its own); FIFO
 //! queues deduplicate by the key and group by the origin key. Requests are SigV4-signed with
 //! the credentials of the standard AWS chain and speak SQS's JSON protocol.
+//!
+//! A queue that slows down (a FIFO queue's cost can grow with what it holds) gets fewer batch
+//! requests in flight, never re-sent ones piled on top: see `Window`.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -17,6 +21,8 @@ use crate::execute::message::Message;
 const BATCH: usize = 10;
 /// How long a batch waits for more messages before it goes.
 const LINGER: Duration = Duration::from_millis(2);
+/// Messages in flight at most (sixteen full batches), while the queue keeps up.
+const MAX_IN_FLIGHT: usize = BATCH * 16;
 
 pub struct SqsTarget {
     queue: String,
@@ -91,7 +97,7 @@ impl SqsTarget {
                 let answer = Self::call(&self.client, &name, "GetQueueUrl", &json!({"QueueName": self.queue})).await?;
                 let url = answer["QueueUrl"].as_str().ok_or_else(|| Delivery::Down(format!("{name}: no QueueUrl in the answer")))?.to_string();
                 let (sender, inbox) = mpsc::channel(BATCH * 8);
-                tokio::spawn(batches(self.client.clone(), name, url.clone(), inbox));
+                tokio::spawn(batches(self.client.clone(), name, url.clone(), inbox, Arc::new(Window::new(self.retry.timeout))));
                 Ok((url, sender))
             })
             .await
@@ -110,24 +116,107 @@ impl SqsTarget {
     }
 }
 
-/// Gathers pending messages into batches (up to ten, waiting at most `LINGER` for more) and
-/// sends each batch on its own task, so several can be in flight.
-async fn batches(client: reqwest::Client, name: String, url: String, mut inbox: mpsc::Receiver<Pending>) {
+/// How many messages may be in flight, set by how fast the queue answers: more while a batch
+/// comes back within a quarter of the timeout, a quarter fewer when it takes over half, half
+/// as many after a timeout, a throttle or an error of the queue's own (as TCP's congestion
+/// window, counted in messages, so a slow queue gets small batches one at a time). Without
+/// it, requests wait in a slow server past the timeout, each timed-out batch is sent again on
+/// top of the work the server still does for it, and the replay buries the queue it feeds.
+struct Window {
+    timeout: Duration,
+    /// The limit, and the messages in flight.
+    state: Mutex<(usize, usize)>,
+    opened: tokio::sync::Notify,
+}
+
+/// What a batch's answer said about the queue's load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Load {
+    Light,
+    Heavy,
+    Over,
+}
+
+impl Window {
+    fn new(timeout: Duration) -> Window {
+        Window { timeout, state: Mutex::new((MAX_IN_FLIGHT / 2, 0)), opened: tokio::sync::Notify::new() }
+    }
+
+    /// Waits for room and takes it: at most a batch, at least one message.
+    async fn take(&self) -> usize {
+        loop {
+            {
+                let mut state = self.state.lock().unwrap();
+                let (limit, in_flight) = &mut *state;
+                if *in_flight < *limit {
+                    let room = (*limit - *in_flight).min(BATCH);
+                    *in_flight += room;
+                    return room;
+                }
+            }
+            self.opened.notified().await;
+        }
+    }
+
+    /// Gives back room taken and not used.
+    fn unused(&self, messages: usize) {
+        self.state.lock().unwrap().1 -= messages;
+        self.opened.notify_one();
+    }
+
+    /// Gives back a sent batch's room, with how long the queue took to answer it.
+    fn answered(&self, messages: usize, took: Duration, overloaded: bool) {
+        let load = match took {
+            _ if overloaded => Load::Over,
+            t if t > self.timeout / 2 => Load::Heavy,
+            t if t < self.timeout / 4 => Load::Light,
+            _ => return self.unused(messages),
+        };
+        let mut state = self.state.lock().unwrap();
+        let (limit, in_flight) = &mut *state;
+        *in_flight -= messages;
+        *limit = match load {
+            Load::Light => (*limit + messages).min(MAX_IN_FLIGHT),
+            Load::Heavy => (*limit - *limit / 4).max(1),
+            Load::Over => (*limit / 2).max(1),
+        };
+        drop(state);
+        self.opened.notify_one();
+    }
+}
+
+/// Gathers pending messages into batches (what waited for room, else what comes within
+/// `LINGER`, as much as the window allows) and sends each batch on its own task.
+async fn batches(client: reqwest::Client, name: String, url: String, mut inbox: mpsc::Receiver<Pending>, window: Arc<Window>) {
     while let Some(first) = inbox.recv().await {
+        let room = window.take().await;
         let mut batch = vec![first];
+        while batch.len() < room {
+            match inbox.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
         let until = tokio::time::Instant::now() + LINGER;
-        while batch.len() < BATCH {
+        while batch.len() < room {
             match tokio::time::timeout_at(until, inbox.recv()).await {
                 Ok(Some(next)) => batch.push(next),
                 _ => break,
             }
         }
-        let (client, name, url) = (client.clone(), name.clone(), url.clone());
-        tokio::spawn(async move { send_batch(&client, &name, &url, batch).await });
+        window.unused(room - batch.len());
+        let (client, name, url, window) = (client.clone(), name.clone(), url.clone(), window.clone());
+        tokio::spawn(async move {
+            let (sent, started) = (batch.len(), tokio::time::Instant::now());
+            let overloaded = send_batch(&client, &name, &url, batch).await;
+            window.answered(sent, started.elapsed(), overloaded);
+        });
     }
 }
 
-async fn send_batch(client: &reqwest::Client, name: &str, url: &str, batch: Vec<Pending>) {
+/// Sends one batch and answers each message; true when the queue was slow or overloaded (a
+/// timeout, a dropped request, its own error or a throttle).
+async fn send_batch(client: &reqwest::Client, name: &str, url: &str, batch: Vec<Pending>) -> bool {
     let entries: Vec<Value> = batch.iter().enumerate().map(|(i, p)| {
         let mut entry = p.entry.clone();
         entry["Id"] = json!(i.to_string());
@@ -153,9 +242,23 @@ async fn send_batch(client: &reqwest::Client, name: &str, url: &str, batch: Vec<
         }
         Err(whole) => outcomes.iter_mut().for_each(|o| *o = Some(whole.clone())),
     }
+    let congested = outcomes.iter().any(|o| matches!(o, Some(Delivery::Transient(_) | Delivery::ServerError(_))));
     for (pending, outcome) in batch.into_iter().zip(outcomes) {
         let _ = pending.reply.send(outcome.unwrap_or_else(|| Delivery::Transient(format!("{name}: the batch answer left this message out"))));
     }
+    congested
+}
+
+/// A FIFO message's group: its origin key, else its id, as it is when SQS takes it (1 to 128
+/// ASCII letters, digits and punctuation); otherwise `sha256:` and 32 hex digits of it, so
+/// one key still makes one group.
+fn group_id(message: &Message) -> String {
+    let raw = message.origin_key.as_deref().filter(|k| !k.is_empty()).unwrap_or(message.id.as_bytes());
+    if !raw.is_empty() && raw.len() <= 128 && raw.iter().all(|b| (b'!'..=b'~').contains(b)) {
+        return String::from_utf8_lossy(raw).into_owned();
+    }
+    use sha2::{Digest, Sha256};
+    format!("sha256:{}", crate::manifest::hex(&Sha256::digest(raw)[..16]))
 }
 
 impl Target for SqsTarget {
@@ -172,7 +275,7 @@ impl Target for SqsTarget {
         });
         if self.fifo {
             entry["MessageDeduplicationId"] = json!(message.key);
-            entry["MessageGroupId"] = json!(message.origin_key_text().unwrap_or_else(|| message.id.to_string()));
+            entry["MessageGroupId"] = json!(group_id(message));
         }
         Box::pin(async move { with_retries(&self.retry, || self.send_once(entry.clone())).await })
     }
