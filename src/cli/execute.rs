@@ -185,11 +185,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .map_err(|e| hide_secret(e, &args.ledger))?;
         (run.report, run.stopped)
     };
-    let bytes = report::json::render(&report)?;
     if let Some(location) = &args.report {
-        storage.write(location, &bytes)?;
+        storage.write(location, &report::json::render(&report)?)?;
     }
-    storage.write(&Location::Std, &bytes)?;
+    // The list of what was delivered goes to the file only: on a terminal it would bury the counts.
+    let printed = ExecuteReport { replayed: None, ..report.clone() };
+    storage.write(&Location::Std, &report::json::render(&printed)?)?;
     if let Some(why) = &stopped {
         messages::message(describe(why, &report, args.max_failure_ratio));
     }

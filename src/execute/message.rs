@@ -27,10 +27,7 @@ pub struct Message<'a> {
 impl<'a> Message<'a> {
     /// The message of an entry: its resolved origin, else the record's origin fields.
     pub fn of(entry: &'a Entry, origin: &Origin) -> Result<Message<'a>, String> {
-        let resolved = match &entry.origin {
-            Some(value) => Resolved::from_json(value)?,
-            None => from_record(&entry.record, origin),
-        };
+        let resolved = resolve(entry, origin)?;
         let payload = match resolved.value {
             Payload::Record => Some(serde_json::to_vec(&entry.record).expect("records serialise")),
             Payload::Null => None,
@@ -68,6 +65,40 @@ impl<'a> Message<'a> {
                 .collect(),
         )
     }
+}
+
+/// What an entry's origin resolves to: as planned, else the record's origin fields.
+pub fn resolve(entry: &Entry, origin: &Origin) -> Result<Resolved, String> {
+    match &entry.origin {
+        Some(value) => Resolved::from_json(value),
+        None => Ok(from_record(&entry.record, origin)),
+    }
+}
+
+/// What `dlqf returned` knows a replayed message by when no header carries its key: 32 hex
+/// digits of SHA-256 over the origin key and the payload (each marked present or null, the
+/// key length-prefixed). None when the payload is the whole record, which a dead-letter
+/// queue rewrites each time.
+pub fn match_digest(resolved: &Resolved) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    match &resolved.key {
+        Some(key) => {
+            hash.update([1]);
+            hash.update((key.len() as u64).to_be_bytes());
+            hash.update(key);
+        }
+        None => hash.update([0]),
+    }
+    match &resolved.value {
+        Payload::Record => return None,
+        Payload::Null => hash.update([0]),
+        Payload::Bytes(bytes) => {
+            hash.update([1]);
+            hash.update(bytes);
+        }
+    }
+    Some(crate::manifest::hex(&hash.finalize()[..16]))
 }
 
 /// The origin of a record by its top-level fields (manifests planned before origins were

@@ -80,6 +80,29 @@ pub struct ExecuteReport {
     /// A canary run (`--canary N`): what it sent and held back, per signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<CanaryReport>,
+    /// What this run delivered, for `dlqf returned` to find when it comes back: written to
+    /// the `--report` file, left out of the report printed on stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<ReplayedList>,
+}
+
+/// The entries a run delivered, and the profile their signatures were made by.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayedList {
+    pub profile: String,
+    /// In key order.
+    pub entries: Vec<ReplayedEntry>,
+}
+
+/// A delivered entry as `dlqf returned` matches it: by its key in a `dlqf-idempotency-key`
+/// header, else by `message::match_digest` of its origin key and payload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayedEntry {
+    pub key: String,
+    pub id: String,
+    pub signature: crate::signature::Signature,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// What a canary run did per signature: at most `limit` entries sent, the rest held for the
@@ -200,7 +223,7 @@ async fn dry_run_async(manifest: &mut Manifest, ledger: Option<&dyn Ledger>) -> 
             Fate::Replay => o.replayed += 1,
         }
     }
-    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0, unfinished_keys: Vec::new(), canary: None })
+    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0, unfinished_keys: Vec::new(), canary: None, replayed: None })
 }
 
 /// The claim a key would be granted now, from its ledger state (state and failures; none if

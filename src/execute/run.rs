@@ -16,7 +16,7 @@ use super::ledger::{Finish, Ledger};
 use super::quarantine::Sink;
 use super::signals::StopSignals;
 use super::target::{Delivery, Probe, Target};
-use super::{ExecuteReport, Options, Outcomes, Run, Stopped, REPORT_ID};
+use super::{ExecuteReport, Options, Outcomes, ReplayedEntry, ReplayedList, Run, Stopped, REPORT_ID};
 use super::message::Message;
 use crate::manifest::{Decision, Entry, Manifest, Origin};
 use crate::messages;
@@ -81,11 +81,14 @@ struct Shared<'a> {
     probed_up: AtomicBool,
     /// A canary run's picks and counts.
     canary: Option<Canary>,
+    /// The entries delivered, for `dlqf returned`.
+    replayed: Mutex<Vec<ReplayedEntry>>,
 }
 
 pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Manifest, parts: Parts) -> Result<Run> {
     let options = parts.options;
     let total = manifest.header.entries;
+    let profile = manifest.header.profile.clone();
     let shared = Shared {
         manifest: manifest.header.manifest_sha256.clone(),
         origin: manifest.header.origin.clone(),
@@ -102,6 +105,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         in_flight: Mutex::new(HashSet::new()),
         left: Mutex::default(),
         probed_up: AtomicBool::new(false),
+        replayed: Mutex::default(),
         canary: match options.canary {
             Some(limit) => Some(runtime.block_on(Canary::pick(manifest, parts.ledger, limit))?),
             None => None,
@@ -201,7 +205,10 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         }
     }
     unfinished_keys.truncate(super::LISTED_UNFINISHED);
-    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, unfinished_keys, canary };
+    let mut entries = shared.replayed.into_inner().unwrap();
+    entries.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| a.id.cmp(&b.id)));
+    let replayed = Some(ReplayedList { profile, entries });
+    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, unfinished_keys, canary, replayed };
     Ok(Run { report, stopped })
 }
 
@@ -298,6 +305,10 @@ impl Shared<'_> {
         match delivery {
             Delivery::Delivered | Delivery::AlreadyDone => {
                 ledger.finish(key, Finish::Done).await?;
+                if delivery == Delivery::Delivered {
+                    let digest = super::message::resolve(entry, &self.origin).ok().and_then(|r| super::message::match_digest(&r));
+                    self.replayed.lock().unwrap().push(ReplayedEntry { key: key.to_string(), id: entry.id.clone(), signature: entry.signature.clone(), digest });
+                }
                 self.answered.fetch_add(1, Ordering::SeqCst);
                 self.record(Failure::None).await;
                 Ok(if delivery == Delivery::Delivered { Outcome::Replayed } else { Outcome::Skipped })
