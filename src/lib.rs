@@ -19,6 +19,7 @@ pub mod plan;
 pub mod raw_json;
 pub mod profile;
 pub mod report;
+pub mod returned;
 pub mod signature;
 pub mod source;
 pub mod state;

@@ -19,6 +19,7 @@ mod query;
 mod rank;
 mod real_dumps;
 mod replay;
+mod returned;
 mod s3;
 mod sqs;
 mod states;

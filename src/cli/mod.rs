@@ -9,6 +9,7 @@ mod inputs;
 mod plan;
 mod query;
 mod rank;
+mod returned;
 mod show;
 mod template;
 mod trend;
@@ -72,6 +73,7 @@ enum Command {
     Plan(plan::Args),
     Show(show::Args),
     Execute(execute::Args),
+    Returned(returned::Args),
     Query(query::Args),
     Template(template::Args),
     Gen(gen::Args),
@@ -95,6 +97,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Plan(args) => plan::run(args),
         Command::Show(args) => show::run(args),
         Command::Execute(args) => execute::run(args),
+        Command::Returned(args) => returned::run(args),
         Command::Query(args) => query::run(args),
         Command::Template(args) => template::run(args),
         Command::Gen(args) => gen::run(args),

@@ -8,6 +8,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod parquet;
+pub mod returned;
 pub mod review;
 pub mod sparkline;
 pub mod table;
