@@ -139,7 +139,8 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
 
-    /// Also write the outcome report (JSON) to this file (or s3://bucket/key).
+    /// Also write the outcome report (JSON) to this file (or s3://bucket/key), with the list of
+    /// entries this run delivered that `dlqf returned` reads (stdout leaves the list out).
     #[arg(long, value_name = "FILE", value_parser = super::inputs::location_parser)]
     report: Option<Location>,
 

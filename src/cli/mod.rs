@@ -50,9 +50,11 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 /// Reads archived DLQ dumps (Parquet or JSON-lines, plain, .gz or .zst; files, directories,
 /// globs, s3:// prefixes, or - for stdin), groups failures by a normalised signature, ranks the
 /// causes and follows them over time (trend, diff, health), also from partial states
-/// (--format state) that merge exactly; plans a reviewed replay and executes exactly that plan
-/// (plan, show, execute).
-/// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert you asked to fail on.
+/// (--format state) that merge exactly; plans a reviewed replay, executes exactly that plan
+/// (plan, show, execute, a canary first with --canary), and finds which replayed messages came
+/// back in later dumps (returned).
+/// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert you asked to fail on (or failed
+/// replays), 4 execute left entries for a later run.
 #[derive(Parser)]
 #[command(name = "dlqf", version, max_term_width = 100)]
 struct Cli {
