@@ -106,9 +106,9 @@ fn a_profile_in_the_shared_files_reaches_s3_and_no_credentials_is_one_clear_line
 
 /// A FIFO queue costs its server more the more it holds (moto recomputes the queue's
 /// attributes over every stored message for each one added), so deliveries slow down as the
-/// replay goes: 64 workers and a 1 s timeout must meet a slower and slower target with fewer
-/// requests in flight, not with re-sent batches that bury it. Every entry lands once, and a
-/// rerun sends nothing.
+/// replay goes: 64 workers and a 2 s timeout must meet a slower and slower target with fewer
+/// requests in flight, not with re-sent batches that bury it. Over a canary run, the rest and
+/// a rerun, every entry lands once, and the rerun sends nothing.
 #[test]
 #[ignore = "needs the loopback moto server: make test runs it"]
 fn a_fifo_replay_to_a_slowing_queue_finishes_with_every_group_once() {
@@ -123,10 +123,14 @@ fn a_fifo_replay_to_a_slowing_queue_finishes_with_every_group_once() {
     dir.create("e.jsonl", records.iter().map(|r| r.to_string() + "\n").collect::<String>());
     dir.command().args(["plan", "e.jsonl", "--profile", "envelope", "-o", "m.jsonl"]).ok();
     let target = format!("sqs://{queue}");
-    let args = ["execute", "m.jsonl", "--target", &target, "--ledger", "l.db", "--quarantine", "file:q.jsonl", "--concurrency", "64", "--timeout", "1"];
+    let args = ["execute", "m.jsonl", "--target", &target, "--ledger", "l.db", "--quarantine", "file:q.jsonl", "--concurrency", "64", "--timeout", "2"];
+    // Run 1, a canary: 50 of the one signature. Run 2: the rest, into a fuller queue.
+    let canary = dir.command().args(args).args(["--canary", "50"]).run();
+    let report: Value = serde_json::from_str(&canary.stdout).unwrap_or(Value::Null);
+    assert_eq!((canary.code, report["outcomes"]["replayed"].as_u64()), (0, Some(50)), "{}\n{}", canary.stderr, report["outcomes"]);
     let run = dir.command().args(args).run();
     let report: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
-    assert_eq!((run.code, report["outcomes"]["replayed"].as_u64()), (0, Some(n as u64)), "{}\n{}", run.stderr, report["outcomes"]);
+    assert_eq!((run.code, report["outcomes"]["replayed"].as_u64()), (0, Some(n as u64 - 50)), "{}\n{}", run.stderr, report["outcomes"]);
     let got = receive(&queue);
     let mut bodies: Vec<u64> = got.iter().map(|m| serde_json::from_str::<Value>(m["body"].as_str().unwrap()).unwrap()["total"].as_u64().unwrap()).collect();
     bodies.sort();
