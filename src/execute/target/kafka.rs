@@ -130,8 +130,10 @@ impl KafkaTarget {
         // Java's default partitioner for keyed records; the idempotency key spreads the rest.
         let hashed = message.origin_key.as_deref().unwrap_or(message.key.as_bytes());
         let partition = ((murmur2(hashed) & 0x7fff_ffff) as usize % partitions) as i32;
-        // Headers in the record's order, then dlqf's own.
+        // Headers in the record's order, then dlqf's own: a key an earlier replay left on a
+        // message that came back is replaced, so one record carries one key.
         let mut headers = message.headers.clone();
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case("dlqf-idempotency-key"));
         headers.push(("dlqf-idempotency-key".into(), Some(message.key.as_bytes().to_vec())));
         let record = Planned { key: message.origin_key.clone(), value: message.payload.clone(), headers };
         self.producer.produce(&topic, partition, record).await
