@@ -32,8 +32,8 @@ fn replayed_dump(dir: &Dir) -> (Vec<Value>, BTreeMap<String, String>) {
 
 /// The next night: records 0-5 back with the header (0, 2 and 4 timeouts, 1 and 3 bad
 /// quantities; 4 and 5 now failing with a SchemaError), records 6-9 back without it (new
-/// dead-letter ids, same key and payload), record 10's key and payload under a header naming
-/// another replay's key, and 5 messages never replayed.
+/// dead-letter ids, same key and payload; 7's payload as JSON text with spaces), record 10's
+/// key and payload under a header naming another replay's key, and 5 messages never replayed.
 fn next_night(dir: &Dir, records: &[Value], keys: &BTreeMap<String, String>) {
     let mut next = Vec::new();
     for (i, record) in records.iter().enumerate().take(11) {
@@ -48,6 +48,10 @@ fn next_night(dir: &Dir, records: &[Value], keys: &BTreeMap<String, String>) {
         }
         if i == 4 || i == 5 {
             r["error_type"] = json!("SchemaError");
+        }
+        if i == 7 {
+            // The payload written anew, as text with spaces: the same JSON.
+            r["original_value"] = json!(format!("{{ \"n\": {i} }}"));
         }
         next.push(r);
     }

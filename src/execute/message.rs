@@ -77,8 +77,9 @@ pub fn resolve(entry: &Entry, origin: &Origin) -> Result<Resolved, String> {
 
 /// What `dlqf returned` knows a replayed message by when no header carries its key: 32 hex
 /// digits of SHA-256 over the origin key and the payload (each marked present or null, the
-/// key length-prefixed). None when the payload is the whole record, which a dead-letter
-/// queue rewrites each time.
+/// key length-prefixed; a JSON object or array payload in a canonical form, keys sorted and
+/// no spaces, since a consumer that dead-letters it again may write it anew). None when the
+/// payload is the whole record, which a dead-letter queue rewrites each time.
 pub fn match_digest(resolved: &Resolved) -> Option<String> {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
@@ -95,10 +96,34 @@ pub fn match_digest(resolved: &Resolved) -> Option<String> {
         Payload::Null => hash.update([0]),
         Payload::Bytes(bytes) => {
             hash.update([1]);
-            hash.update(bytes);
+            match canonical_json(bytes) {
+                Some(canonical) => hash.update(canonical),
+                None => hash.update(bytes),
+            }
         }
     }
     Some(crate::manifest::hex(&hash.finalize()[..16]))
+}
+
+/// A JSON object or array with its keys sorted at every level, written without spaces.
+fn canonical_json(bytes: &[u8]) -> Option<Vec<u8>> {
+    fn sorted(value: Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(String, Value)> = map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(entries.into_iter().collect())
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+            other => other,
+        }
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' && *first != b'[' {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    Some(serde_json::to_vec(&sorted(value)).expect("values serialise"))
 }
 
 /// The origin of a record by its top-level fields (manifests planned before origins were
@@ -163,6 +188,16 @@ mod tests {
         let m = Message::of(&whole, &Origin::default()).unwrap();
         assert_eq!(m.payload.as_deref(), Some(&br#"{"capture_id":"c","stage":"s"}"#[..]));
         assert_eq!((m.topic, m.origin_key, m.headers.len()), (None, None, 0));
+    }
+
+    #[test]
+    fn the_match_digest_reads_json_payloads_in_any_key_order_and_spacing() {
+        let digest = |key: Option<&str>, value: &str| match_digest(&Resolved { key: key.map(|k| k.as_bytes().to_vec()), value: Payload::Bytes(value.as_bytes().to_vec()), ..Resolved::default() });
+        assert_eq!(digest(Some("k"), r#"{"b": [1, {"d": 2, "c": 3}], "a": "x"}"#), digest(Some("k"), r#"{"a":"x","b":[1,{"c":3,"d":2}]}"#));
+        assert_ne!(digest(Some("k"), r#"{"a":1}"#), digest(Some("k2"), r#"{"a":1}"#), "the key counts");
+        assert_ne!(digest(None, r#"{"a":1}"#), digest(Some(""), r#"{"a":1}"#), "a null key is not an empty one");
+        assert_ne!(digest(Some("k"), "a b"), digest(Some("k"), "a  b"), "text is taken byte for byte");
+        assert_eq!(match_digest(&Resolved { value: Payload::Record, ..Resolved::default() }), None);
     }
 
     #[test]
