@@ -108,8 +108,7 @@ fn an_execute_report_counts_what_its_run_delivered_and_fail_on_returned_exits_3(
     // A canary of 3 a signature delivers records 0-5 only (manifest order: by line).
     let run = dir.command().args(["execute", "m.jsonl", "--target", "file:out.jsonl", "--ledger", "l.db", "--quarantine", "file:q.jsonl", "--canary", "3", "--report", "run.json"]).run();
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert!(printed.get("replayed").is_none(), "the delivered list is left out of stdout");
+    assert_eq!(run.stdout, dir.read("run.json"), "--report writes the printed report");
     let delivered: Vec<String> = dir.read("out.jsonl").lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["key"].as_str().unwrap().to_string()).collect();
     let expected: Vec<String> = (0..6).map(|i| keys[&format!("dl-{i:03}")].clone()).collect();
     assert_eq!(delivered.iter().collect::<std::collections::BTreeSet<_>>(), expected.iter().collect());
@@ -126,7 +125,9 @@ fn an_execute_report_counts_what_its_run_delivered_and_fail_on_returned_exits_3(
     dir.command().args(["returned", "m.jsonl", "night2.jsonl", "--fail-on-returned", "0.26"]).ok();
     dir.command().args(["returned", "m.jsonl", "night2.jsonl", "--fail-on-returned", "2"]).expect_code(2);
 
-    dir.create("printed.json", &run.stdout);
-    let refused = dir.command().args(["returned", "printed.json", "night2.jsonl"]).expect_code(1);
-    assert!(refused.stderr.contains("printed.json") && refused.stderr.contains("--report"), "{}", refused.stderr);
+    // A dry run delivers nothing, and its report says so.
+    let dry = dir.command().args(["execute", "m.jsonl", "--target", "file:out.jsonl", "--ledger", "l.db", "--quarantine", "file:q.jsonl", "--dry-run"]).ok();
+    dir.create("dry.json", dry);
+    let refused = dir.command().args(["returned", "dry.json", "night2.jsonl"]).expect_code(1);
+    assert!(refused.stderr.contains("dry.json") && refused.stderr.contains("manifest"), "{}", refused.stderr);
 }

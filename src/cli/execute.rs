@@ -139,8 +139,7 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
 
-    /// Also write the outcome report (JSON) to this file (or s3://bucket/key), with the list of
-    /// entries this run delivered that `dlqf returned` reads (stdout leaves the list out).
+    /// Also write the outcome report (JSON, as printed) to this file (or s3://bucket/key).
     #[arg(long, value_name = "FILE", value_parser = super::inputs::location_parser)]
     report: Option<Location>,
 
@@ -186,12 +185,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .map_err(|e| hide_secret(e, &args.ledger))?;
         (run.report, run.stopped)
     };
+    // The entries delivered come last, one line each, so a long run's list stays readable.
+    let bytes = report::json::render_to_depth(&report, 3)?;
     if let Some(location) = &args.report {
-        storage.write(location, &report::json::render(&report)?)?;
+        storage.write(location, &bytes)?;
     }
-    // The list of what was delivered goes to the file only: on a terminal it would bury the counts.
-    let printed = ExecuteReport { replayed: None, ..report.clone() };
-    storage.write(&Location::Std, &report::json::render(&printed)?)?;
+    storage.write(&Location::Std, &bytes)?;
     if let Some(why) = &stopped {
         messages::message(describe(why, &report, args.max_failure_ratio));
     }

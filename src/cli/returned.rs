@@ -21,7 +21,7 @@ use super::{UsageError, EXIT_ALERT};
 /// Which replayed messages came back into the DLQ, per signature, and with which cause.
 ///
 /// REPLAYED is the manifest `dlqf plan` wrote (every replay entry counts as replayed) or the
-/// report `dlqf execute --report FILE` wrote (only what that run delivered). The INPUTs are
+/// report `dlqf execute` printed or wrote with --report (only what that run delivered). The INPUTs are
 /// later dumps (files, directories, globs, s3:// prefixes), read with the profile the
 /// manifest was planned with unless --profile names another.
 ///
@@ -42,7 +42,7 @@ use super::{UsageError, EXIT_ALERT};
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// The manifest that was replayed, or an execute report written with --report.
+    /// The manifest that was replayed, or the report of an execute run.
     #[arg(value_name = "MANIFEST|REPORT", value_parser = super::inputs::location_parser)]
     replayed: Location,
 
@@ -140,7 +140,7 @@ fn read_replayed(storage: &Storage, location: &Location) -> Result<Replayed> {
         Err(e) => bail!("{name}: neither a dlqf manifest nor a `dlqf execute` report ({e})"),
     };
     let Some(list) = report.replayed else {
-        bail!("{name}: this execute report does not list the messages it delivered (the report printed on stdout leaves them out): give the one `dlqf execute --report FILE` wrote, or the manifest");
+        bail!("{name}: this execute report lists no delivered messages (a dry run's, or one written before execute listed them): give the manifest instead");
     };
     Ok(Replayed { from: ReplayedFrom { kind: "execute_report".into(), path: name, manifest: report.manifest }, profile: list.profile, entries: list.entries })
 }

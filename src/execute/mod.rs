@@ -80,8 +80,7 @@ pub struct ExecuteReport {
     /// A canary run (`--canary N`): what it sent and held back, per signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canary: Option<CanaryReport>,
-    /// What this run delivered, for `dlqf returned` to find when it comes back: written to
-    /// the `--report` file, left out of the report printed on stdout.
+    /// What this run delivered, for `dlqf returned` to find when it comes back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replayed: Option<ReplayedList>,
 }
