@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use crate::analyze::rank::share;
 use crate::execute::message::{match_digest, resolve};
-use crate::execute::ReplayedEntry;
 use crate::manifest::{Entry, Origin};
 use crate::path::FieldExpr;
 use crate::signature::Signature;
@@ -24,6 +23,15 @@ const KEY_PATHS: &str = r#"MessageAttributes."dlqf-idempotency-key".StringValue 
 /// The matching rule, as every report states it.
 pub const RULE: &str = "a later record came back from this replay when its dlqf-idempotency-key header (or SQS message attribute) holds a replayed key; a record without that header matches a replayed message with the same origin key and payload (SHA-256); a record whose header holds another key is not from this replay";
 
+/// A replayed message, as it is recognised when it comes back.
+#[derive(Clone, Debug)]
+pub struct ReplayedMessage {
+    pub key: String,
+    pub signature: Signature,
+    /// `execute::message::match_digest` of its origin key and payload.
+    pub digest: Option<String>,
+}
+
 /// How a replayed message was recognised in a later dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum How {
@@ -33,7 +41,7 @@ enum How {
 
 /// The replayed messages, and what the later dumps hold of them.
 pub struct Matcher {
-    replayed: Vec<ReplayedEntry>,
+    replayed: Vec<ReplayedMessage>,
     by_key: HashMap<String, usize>,
     by_digest: HashMap<String, Vec<usize>>,
     /// Per replayed message: the last later record that matched it (in the dumps' canonical
@@ -45,7 +53,7 @@ pub struct Matcher {
 }
 
 impl Matcher {
-    pub fn new(replayed: Vec<ReplayedEntry>) -> Matcher {
+    pub fn new(replayed: Vec<ReplayedMessage>) -> Matcher {
         let mut by_key = HashMap::new();
         let mut by_digest: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, entry) in replayed.iter().enumerate() {
@@ -60,12 +68,25 @@ impl Matcher {
     }
 
     /// The replay entries of a manifest, as `execute` would have sent them.
-    pub fn replay_entries(entry: Entry, origin: &Origin) -> Option<ReplayedEntry> {
+    pub fn replay_entries(entry: Entry, origin: &Origin) -> Option<ReplayedMessage> {
         if entry.decision != crate::manifest::Decision::Replay {
             return None;
         }
         let digest = resolve(&entry, origin).ok().and_then(|r| match_digest(&r));
-        Some(ReplayedEntry { key: entry.key, id: entry.id, signature: entry.signature, digest })
+        Some(ReplayedMessage { key: entry.key, signature: entry.signature, digest })
+    }
+
+    /// What an execute report lists as delivered; an entry naming a signature the list does
+    /// not have is an error.
+    pub fn delivered(list: crate::execute::ReplayedList) -> Result<Vec<ReplayedMessage>, String> {
+        let signatures = list.signatures;
+        list.entries
+            .into_iter()
+            .map(|e| match signatures.get(e.signature) {
+                Some(signature) => Ok(ReplayedMessage { key: e.key, signature: signature.clone(), digest: e.digest }),
+                None => Err(format!("entry {} names signature {}, and the list has {}", e.key, e.signature, signatures.len())),
+            })
+            .collect()
     }
 
     /// One record of a later dump, as `plan` reads it (signature and resolved origin).
@@ -227,7 +248,7 @@ mod tests {
     #[test]
     fn a_header_decides_else_origin_key_and_payload() {
         let origin = Origin::default();
-        let replayed: Vec<ReplayedEntry> = [("k1", "a", "p1", "timeout"), ("k2", "b", "p2", "timeout"), ("k3", "c", "p3", "schema")]
+        let replayed: Vec<ReplayedMessage> = [("k1", "a", "p1", "timeout"), ("k2", "b", "p2", "timeout"), ("k3", "c", "p3", "schema")]
             .iter()
             .map(|(key, okey, payload, reason)| Matcher::replay_entries(Entry { key: key.to_string(), ..record(None, okey, payload, reason) }, &origin).unwrap())
             .collect();

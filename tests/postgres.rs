@@ -3,7 +3,6 @@
 //! loopback (TLS on, a throwaway CA) and passes its URL and certificate folder.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,16 +141,16 @@ fn a_postgres_restart_mid_run_is_survived_and_every_entry_delivered_once() {
     let stage = Stage::start();
     stage.behaviour.lock().unwrap().delay = Duration::from_millis(5);
     let args = ["execute", "m.jsonl", "--target", &stage.url, "--ledger", &via_relay, "--quarantine", "file:q.jsonl", "--concurrency", "4"];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while stage.keys().len() < 100 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(2));
     }
     relay.restart(Duration::from_secs(2));
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert!(status.success(), "{stderr}");
+    // Both pipes are read while it runs: the report (with its delivered list) outgrows a pipe.
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("connection lost") && stderr.contains("reconnected"), "{stderr}");
     let delivered = stage.delivered();
     assert_eq!(delivered.len(), 600);

@@ -5,13 +5,13 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use dlqf::execute::{ExecuteReport, ReplayedEntry};
+use dlqf::execute::ExecuteReport;
 use dlqf::manifest::{self, Manifest};
 use dlqf::plan::fix::Fixes;
 use dlqf::plan::policy::Policy;
 use dlqf::plan::{PlannedBatch, Planner};
 use dlqf::report;
-use dlqf::returned::{Alert, Matcher, ReplayedFrom};
+use dlqf::returned::{Alert, Matcher, ReplayedFrom, ReplayedMessage};
 use dlqf::source::Window;
 use dlqf::storage::{Location, Storage};
 
@@ -72,7 +72,7 @@ enum ReturnedFormat {
 struct Replayed {
     from: ReplayedFrom,
     profile: String,
-    entries: Vec<ReplayedEntry>,
+    entries: Vec<ReplayedMessage>,
 }
 
 pub fn run(mut args: Args) -> Result<ExitCode> {
@@ -121,12 +121,15 @@ pub fn run(mut args: Args) -> Result<ExitCode> {
 /// delivered messages.
 fn read_replayed(storage: &Storage, location: &Location) -> Result<Replayed> {
     let name = location.to_string();
-    let mut bytes = Vec::new();
-    storage.open_sequential(location)?.read_to_end(&mut bytes).with_context(|| format!("reading {name}"))?;
-    let first_line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-    let is_manifest = serde_json::from_slice::<serde_json::Value>(first_line).ok().is_some_and(|v| v.get("manifest").is_some() && v.get("entries_sha256").is_some());
+    let mut source = storage.open_sequential(location)?;
+    // A manifest's header line opens with its format; a report names its own first. The rest
+    // of a manifest streams through the verifying reader.
+    let mut head = Vec::new();
+    (&mut source).take(64).read_to_end(&mut head).with_context(|| format!("reading {name}"))?;
+    let is_manifest = head.windows(b"dlqf.manifest/".len()).any(|w| w == b"dlqf.manifest/");
+    let mut whole = std::io::Cursor::new(head).chain(source);
     if is_manifest {
-        let mut manifest = Manifest::open_verified(&name, bytes.as_slice(), None)?;
+        let mut manifest = Manifest::open_verified(&name, whole, None)?;
         let origin = manifest.header.origin.clone();
         let (digest, profile) = (manifest.header.manifest_sha256.clone(), manifest.header.profile.clone());
         let mut entries = Vec::new();
@@ -135,6 +138,8 @@ fn read_replayed(storage: &Storage, location: &Location) -> Result<Replayed> {
         }
         return Ok(Replayed { from: ReplayedFrom { kind: "manifest".into(), path: name, manifest: digest }, profile, entries });
     }
+    let mut bytes = Vec::new();
+    whole.read_to_end(&mut bytes).with_context(|| format!("reading {name}"))?;
     let report: ExecuteReport = match serde_json::from_slice(&bytes) {
         Ok(report) => report,
         Err(e) => bail!("{name}: neither a dlqf manifest nor a `dlqf execute` report ({e})"),
@@ -142,5 +147,7 @@ fn read_replayed(storage: &Storage, location: &Location) -> Result<Replayed> {
     let Some(list) = report.replayed else {
         bail!("{name}: this execute report lists no delivered messages (a dry run's, or one written before execute listed them): give the manifest instead");
     };
-    Ok(Replayed { from: ReplayedFrom { kind: "execute_report".into(), path: name, manifest: report.manifest }, profile: list.profile, entries: list.entries })
+    let profile = list.profile.clone();
+    let entries = Matcher::delivered(list).map_err(|e| anyhow::anyhow!("{name}: replayed: {e}"))?;
+    Ok(Replayed { from: ReplayedFrom { kind: "execute_report".into(), path: name, manifest: report.manifest }, profile, entries })
 }

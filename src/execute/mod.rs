@@ -85,10 +85,13 @@ pub struct ExecuteReport {
     pub replayed: Option<ReplayedList>,
 }
 
-/// The entries a run delivered, and the profile their signatures were made by.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The entries a run delivered, and the profile their signatures were made by; each
+/// signature is written once, and entries name theirs by its place in `signatures`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayedList {
     pub profile: String,
+    /// In the order of their values.
+    pub signatures: Vec<crate::signature::Signature>,
     /// In key order.
     pub entries: Vec<ReplayedEntry>,
 }
@@ -99,9 +102,27 @@ pub struct ReplayedList {
 pub struct ReplayedEntry {
     pub key: String,
     pub id: String,
-    pub signature: crate::signature::Signature,
+    /// The entry's signature: an index into `ReplayedList::signatures`.
+    pub signature: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+}
+
+impl ReplayedList {
+    /// The list of what was delivered: key, id, signature and match digest of each entry.
+    pub fn of(profile: String, mut delivered: Vec<(String, String, crate::signature::Signature, Option<String>)>) -> ReplayedList {
+        delivered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let values = |s: &crate::signature::Signature| s.values().map(str::to_string).collect::<Vec<_>>();
+        let mut signatures: Vec<crate::signature::Signature> = Vec::new();
+        let mut seen = std::collections::BTreeMap::new();
+        for (_, _, signature, _) in &delivered {
+            seen.entry(values(signature)).or_insert_with(|| signature.clone());
+        }
+        let place: std::collections::BTreeMap<Vec<String>, usize> = seen.keys().cloned().enumerate().map(|(i, v)| (v, i)).collect();
+        signatures.extend(seen.into_values());
+        let entries = delivered.into_iter().map(|(key, id, signature, digest)| ReplayedEntry { key, id, signature: place[&values(&signature)], digest }).collect();
+        ReplayedList { profile, signatures, entries }
+    }
 }
 
 /// What a canary run did per signature: at most `limit` entries sent, the rest held for the

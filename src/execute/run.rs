@@ -16,7 +16,7 @@ use super::ledger::{Finish, Ledger};
 use super::quarantine::Sink;
 use super::signals::StopSignals;
 use super::target::{Delivery, Probe, Target};
-use super::{ExecuteReport, Options, Outcomes, ReplayedEntry, ReplayedList, Run, Stopped, REPORT_ID};
+use super::{ExecuteReport, Options, Outcomes, ReplayedList, Run, Stopped, REPORT_ID};
 use super::message::Message;
 use crate::manifest::{Decision, Entry, Manifest, Origin};
 use crate::messages;
@@ -81,8 +81,8 @@ struct Shared<'a> {
     probed_up: AtomicBool,
     /// A canary run's picks and counts.
     canary: Option<Canary>,
-    /// The entries delivered, for `dlqf returned`.
-    replayed: Mutex<Vec<ReplayedEntry>>,
+    /// The entries delivered (key, id, signature, match digest), for `dlqf returned`.
+    replayed: Mutex<Vec<(String, String, crate::signature::Signature, Option<String>)>>,
 }
 
 pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Manifest, parts: Parts) -> Result<Run> {
@@ -205,9 +205,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         }
     }
     unfinished_keys.truncate(super::LISTED_UNFINISHED);
-    let mut entries = shared.replayed.into_inner().unwrap();
-    entries.sort_by(|a, b| a.key.cmp(&b.key).then_with(|| a.id.cmp(&b.id)));
-    let replayed = Some(ReplayedList { profile, entries });
+    let replayed = Some(ReplayedList::of(profile, shared.replayed.into_inner().unwrap()));
     let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, unfinished_keys, canary, replayed };
     Ok(Run { report, stopped })
 }
@@ -307,7 +305,7 @@ impl Shared<'_> {
                 ledger.finish(key, Finish::Done).await?;
                 if delivery == Delivery::Delivered {
                     let digest = super::message::resolve(entry, &self.origin).ok().and_then(|r| super::message::match_digest(&r));
-                    self.replayed.lock().unwrap().push(ReplayedEntry { key: key.to_string(), id: entry.id.clone(), signature: entry.signature.clone(), digest });
+                    self.replayed.lock().unwrap().push((key.to_string(), entry.id.clone(), entry.signature.clone(), digest));
                 }
                 self.answered.fetch_add(1, Ordering::SeqCst);
                 self.record(Failure::None).await;
