@@ -24,6 +24,7 @@ pub mod signature;
 pub mod source;
 pub mod state;
 pub mod storage;
+pub mod strict_json;
 pub mod temp;
 pub mod timestamp;
 pub mod values;

@@ -289,3 +289,22 @@ fn the_gate_decides_each_entry_by_its_own_attempts() {
         assert_eq!(seen.len(), 13 + cap as usize, "cap {cap}: both reasons below the cap, one decision past it");
     }
 }
+
+/// A header holding a key twice (the second value sealed, the first what another reader
+/// would see) is refused, at the top and inside the policy alike.
+#[test]
+fn a_header_with_a_key_written_twice_is_refused_however_it_is_sealed() {
+    let dir = Dir::new();
+    dump(&dir, "dlq.jsonl", "cap", 20);
+    dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
+    let original = plan(&dir, &["dlq.jsonl", "--policy", "policy.toml"]);
+    let mut header = header_of(&original);
+    reseal(&mut header);
+    let sealed = Value::Object(header.clone()).to_string();
+    for (at, twice) in [("{", r#"{"profile":"vision-but-not","#), (r#""policy":{"#, r#""policy":{"max_attempts":99,"#)] {
+        let text = format!("{}{}", sealed.replacen(at, twice, 1), &original[original.find('\n').unwrap()..]);
+        dir.create("twice.jsonl", text);
+        let run = dir.command().args(["show", "twice.jsonl"]).expect_code(1);
+        assert!(run.stderr.contains("appears twice"), "{}", run.stderr);
+    }
+}

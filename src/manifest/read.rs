@@ -162,6 +162,13 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
     if let Some(why) = unreadable {
         bail!("{why}; nothing was sent");
     }
+    // Every entry's signature has the same fields, in the same order: reports line them up.
+    if let Some((first, _)) = by_signature.first() {
+        let names = |s: &Signature| s.0.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>();
+        if let Some((other, _)) = by_signature.iter().find(|(s, _)| names(s) != names(first)) {
+            bail!("{name}: entries carry signatures with different fields ({:?} and {:?}); nothing was sent", names(first), names(other));
+        }
+    }
     if counts != header.counts {
         bail!("{name}: the header's counts ({}) do not match the entries ({}); nothing was sent", header.counts, counts);
     }
@@ -208,8 +215,12 @@ fn check_block(block: &[u8], checker: &mut EntryChecker) -> BlockCheck {
 
 /// Parses and checks the header line against its own seal.
 fn parse_header(line: &[u8], name: &str) -> Result<Header> {
-    let fields: Map<String, Value> =
-        serde_json::from_slice(line.trim_ascii_end()).with_context(|| format!("{name}:1: not a dlqf manifest header"))?;
+    // A key written twice would be read as one value by one reader and another by the next.
+    let fields: Map<String, Value> = match crate::strict_json::parse(line.trim_ascii_end()) {
+        Ok(Value::Object(fields)) => fields,
+        Ok(_) => bail!("{name}:1: not a dlqf manifest header (not a JSON object)"),
+        Err(e) => bail!("{name}:1: not a dlqf manifest header ({e})"),
+    };
     match fields.get("manifest").and_then(Value::as_str) {
         Some(FORMAT) => {}
         Some(other) => bail!("{name}: manifest format `{other}` is not {FORMAT}"),

@@ -151,9 +151,9 @@ pub fn health(report: &HealthReport) -> Vec<u8> {
 
 /// Aligns `rows` under `headers`; the first `numeric` columns are right-aligned.
 pub fn render(headers: &[String], rows: &[Vec<String>], numeric: usize) -> String {
-    let cells: Vec<Vec<String>> = std::iter::once(headers.iter().map(|h| h.to_uppercase()).collect())
-        .chain(rows.iter().map(|r| r.iter().map(|c| clean(c)).collect()))
-        .collect();
+    // Every row as wide as the headers: a short one padded, a long one cut.
+    let fit = |r: &Vec<String>| (0..headers.len()).map(|i| r.get(i).map(|c| clean(c)).unwrap_or_default()).collect();
+    let cells: Vec<Vec<String>> = std::iter::once(headers.iter().map(|h| h.to_uppercase()).collect()).chain(rows.iter().map(fit)).collect();
     let widths: Vec<usize> = (0..headers.len()).map(|i| cells.iter().map(|r| r[i].width()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &cells {
