@@ -7,6 +7,7 @@
 
 pub mod analyze;
 pub mod aws;
+pub mod contain;
 pub mod execute;
 pub mod gen;
 pub mod json_scan;

@@ -9,6 +9,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     hold_freed_memory();
+    dlqf::contain::install_hook();
     match cli::run() {
         Ok(code) => code,
         Err(err) => {

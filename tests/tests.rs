@@ -8,6 +8,7 @@ mod classification;
 mod crosscheck;
 mod faults;
 mod gen;
+mod hostile;
 mod html;
 mod inputs;
 mod kafka;

@@ -536,15 +536,21 @@ impl Scan<'_> {
                 chunks.read_windows(bytes, |window| decoder.decode(window, &mut accept))?;
                 Ok(decoder.tally)
             }
+            // polars' arrays from a file it could not fully check may panic when read: that is
+            // the row group's corruption, named, never a crash (`contain`).
             (Pieces::Groups(source, _), Piece::Group(group)) => {
                 let roots = self.layout.roots();
                 let columns = (!records && !self.layout.needs_record()).then_some(roots.as_slice());
-                let df = source.load(group, columns)?;
-                parquet::decode(&rows, &df, records, accept)
+                crate::contain::contained(|| {
+                    let df = source.load(group, columns)?;
+                    parquet::decode(&rows, &df, records, accept)
+                })
+                .unwrap_or_else(|panic| Err(source.corrupt_group(group, &panic)))
             }
             (Pieces::Groups(..) | Pieces::Frame(_), Piece::Slice(slice)) => {
                 let frame = slice.group.slice(slice.offset as i64, slice.rows);
-                parquet::decode(&rows, &frame, records, accept)
+                crate::contain::contained(|| parquet::decode(&rows, &frame, records, accept))
+                    .unwrap_or_else(|panic| Err(anyhow::anyhow!("corrupt Parquet data: the reader failed on it ({panic})")))
             }
             _ => unreachable!("pieces come from their own input"),
         }

@@ -151,7 +151,9 @@ impl<'s> ParquetSource<'s> {
         let parallel = if columns.is_none() { ParallelStrategy::Columns } else { ParallelStrategy::None };
         let single = self.single[group.index].clone();
         let slice = rows.as_ref().map(|r| (r.start, r.len()));
-        match held {
+        // polars' reader may panic on bytes it does not check: that is this row group's
+        // corruption, named, never a crash (`contain`).
+        let read = crate::contain::contained(|| match held {
             Held::Local(file) => {
                 let mut reader = ParquetReader::new(file.try_clone().with_context(|| format!("{}: cannot open", self.display))?).with_columns(present).with_slice(slice).read_parallel(parallel);
                 reader.set_metadata(single);
@@ -162,13 +164,19 @@ impl<'s> ParquetSource<'s> {
                 reader.set_metadata(single);
                 reader.finish().with_context(corrupt)
             }
-        }
+        });
+        read.unwrap_or_else(|panic| Err(self.corrupt_group(group, &panic)))
     }
 
     /// Of `columns`, those the row group has.
     fn present(&self, group: Group, columns: Option<&[String]>) -> Option<Vec<String>> {
         let rg = &self.metadata.row_groups[group.index];
         columns.map(|names| names.iter().filter(|n| rg.columns_under_root_iter(n).is_some()).cloned().collect())
+    }
+
+    /// The error of a row group whose data made the Parquet reader fail (`contain`).
+    pub fn corrupt_group(&self, group: Group, why: &str) -> anyhow::Error {
+        anyhow::anyhow!("{}: corrupt row group at row {}: the Parquet reader failed on it ({why})", self.display, group.offset + 1)
     }
 
     /// The error of a row group whose ids, read late, hold a page that cannot be read.

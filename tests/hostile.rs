@@ -1,0 +1,62 @@
+//! The regression corpus of hostile inputs (`tests/hostile/<case>/`, each found by
+//! `make fuzz`, with a README saying what it broke): every command that reads such a file
+//! ends within a minute with an exit code dlqf documents, never a panic, a signal or a hang.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::Dir;
+
+/// The commands that read a file of this name, as `scripts/fuzz.py` runs them.
+fn commands(name: &str) -> Vec<Vec<String>> {
+    let list: Vec<Vec<&str>> = if name.ends_with(".manifest") {
+        vec![vec!["show", name], vec!["execute", name, "--dry-run", "--target", "file:out", "--ledger", "out.db", "--quarantine", "file:out.q"]]
+    } else if name.ends_with(".state") {
+        vec![vec!["rank", name, "--format", "json"], vec!["trend", name, "--format", "json"], vec!["health", name, "--format", "json"], vec!["diff", name, name, "--format", "json"]]
+    } else {
+        let profile: &[&str] = if name.contains("envelope") { &["--profile", "envelope"] } else { &[] };
+        [vec!["rank", name, "--format", "json"], vec!["trend", name, "--format", "json"], vec!["health", name, "--format", "json"], vec!["plan", name, "-o", "out.manifest"]]
+            .into_iter()
+            .map(|mut c| {
+                c.extend(profile);
+                c
+            })
+            .collect()
+    };
+    list.into_iter().map(|c| c.into_iter().map(str::to_string).collect()).collect()
+}
+
+#[test]
+fn every_saved_hostile_input_is_an_error_or_a_report_never_a_crash() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");
+    let mut cases: Vec<_> = std::fs::read_dir(&corpus).unwrap().map(|e| e.unwrap().path()).collect();
+    cases.sort();
+    assert!(!cases.is_empty());
+    for case in cases {
+        for file in std::fs::read_dir(&case).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap() != "README") {
+            let name = file.file_name().unwrap().to_str().unwrap().to_string();
+            for args in commands(&name) {
+                let dir = Dir::new();
+                std::fs::copy(&file, dir.join(&name)).unwrap();
+                let mut child = Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+                let started = Instant::now();
+                let status = loop {
+                    if let Some(status) = child.try_wait().unwrap() {
+                        break status;
+                    }
+                    if started.elapsed() > Duration::from_secs(60) {
+                        child.kill().unwrap();
+                        panic!("{}: `{}` still ran after 60 s", case.display(), args.join(" "));
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                };
+                let mut stderr = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+                let what = format!("{}: `{}`: {status}: {stderr}", case.display(), args.join(" "));
+                assert!(matches!(status.code(), Some(0..=4)), "{what}");
+                assert!(!stderr.contains("panicked"), "{what}");
+            }
+        }
+    }
+}
