@@ -20,7 +20,7 @@ CHROMIUM := /usr/bin/chromium
 # qemu's user-mode emulator runs the binary on a baseline x86-64 CPU in a test (Debian's package).
 QEMU := /usr/bin/qemu-x86_64
 
-.PHONY: demo test bench build release sample-data test-deps clean-bench check-aarch64
+.PHONY: demo test bench build release sample-data test-deps clean-bench check-aarch64 fuzz
 
 ## Build (debug profile, dependencies optimised) and rank the committed sample dumps.
 demo: build
@@ -91,6 +91,13 @@ S3RVER_DIR := $(HOME)/.cache/dlqf-s3rver
 S3RVER := $(S3RVER_DIR)/node_modules/.bin/s3rver
 # GNU time reports a command's own peak RSS (see scripts/bench.py's `measure`).
 GNU_TIME := /usr/bin/time
+## Mutate every input kind (JSON-lines, Parquet, manifests, states) and run dlqf on each mutant
+## for FUZZ_SECONDS, 20 s and 4 GiB each; findings (panics, signals, hangs, accepted unsealed
+## changes) go to fuzz-findings/; add them to tests/hostile/ with a README as regression cases.
+FUZZ_SECONDS ?= 300
+fuzz: release
+	python3 scripts/fuzz.py --dlqf $(RELEASE_BIN) --seconds $(FUZZ_SECONDS) --out fuzz-findings
+
 bench: release test-deps $(S3RVER) $(GNU_TIME)
 	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN) --s3rver $(S3RVER)
 

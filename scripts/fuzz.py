@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""A mutation runner over the dlqf binary: hostile versions of every input kind it reads.
+
+usage: fuzz.py --dlqf BIN [--seconds N] [--seed S] [--out DIR] [--limit-gib G] [--timeout T]
+       fuzz.py --dlqf BIN --replay DIR      rerun saved cases (the regression corpus)
+
+Seeds are made by dlqf itself (gen, plan, rank --format state): JSON-lines and Parquet dumps, a
+manifest and a state. Each mutant is a byte-level change (bit flips, truncation, a spliced
+chunk, a number replaced by an extreme one) or a JSON-level one (a value replaced by an extreme,
+odd or wrongly typed one, a duplicated key); manifest and state mutants are re-sealed half of
+the time, so they reach the code behind the seal. Each command runs with a time limit and a cap
+on address space. A case is a finding when dlqf panics (exit 101), dies of a signal (an abort,
+a segfault, out of memory), outlives the limit, or exits 0 on an unsealed change to a manifest
+or state. Findings are saved as DIR/<kind>-<n>/{input,cmd.json,why.txt}.
+
+Standard library only, so it runs wherever the tests run.
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+EXTREMES = [0, -1, 1, 2**31, 2**31 - 1, -(2**31), 2**32, 2**40, 2**53, 2**63 - 1, -(2**63), 2**64, 10**12,
+            9.2e15, -9.2e15, 1e308, -1e308, 0.5, "", "é" * 40, "\u0000", "x" * 100000, None, True, [], {}, [[[[[]]]]]]
+NUMBERS = [b"0", b"-1", b"2147483648", b"-2147483649", b"1099511627776", b"9223372036854775807",
+           b"-9223372036854775808", b"18446744073709551616", b"1e308", b"9200000000000000", b"-9200000000000000"]
+
+
+def canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def reseal_manifest(data):
+    """Recomputes entries_sha256 and manifest_sha256 of a manifest's bytes (first-wins keys)."""
+    head, sep, rest = data.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except ValueError:
+        return data
+    if not isinstance(header, dict):
+        return data
+    header["entries_sha256"] = hashlib.sha256(rest).hexdigest()
+    sealed = {k: v for k, v in header.items() if k != "manifest_sha256"}
+    header["manifest_sha256"] = hashlib.sha256(canonical(sealed)).hexdigest()
+    return json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode() + sep + rest
+
+
+def reseal_state(data):
+    """Recomputes each state's sha256: its header written with sha256 empty, then its lines."""
+    lines = data.split(b"\n")
+    out, i = [], 0
+    while i < len(lines):
+        try:
+            header = json.loads(lines[i])
+            count = int(header.get("signatures", 0)) if isinstance(header, dict) else 0
+        except (ValueError, TypeError, AttributeError, OverflowError):
+            out.append(lines[i])
+            i += 1
+            continue
+        count = max(0, min(count, len(lines) - i - 1))
+        body = lines[i + 1:i + 1 + count]
+        header["sha256"] = ""
+        h = hashlib.sha256(json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        for line in body:
+            h.update(line + b"\n")
+        header["sha256"] = h.hexdigest()
+        out.append(json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode())
+        out.extend(body)
+        i += 1 + count
+    return b"\n".join(out)
+
+
+def paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:20]):
+            yield from paths(v, prefix + (i,))
+
+
+def set_path(value, path, new):
+    if not path:
+        return new
+    target = value
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = new
+    return value
+
+
+def mutate_json_line(line, rng):
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    choice = rng.random()
+    if choice < 0.15 and isinstance(value, dict) and value:
+        # A duplicated key, with another value, first or last.
+        key = rng.choice(list(value))
+        dup = json.dumps(key, ensure_ascii=False) + ":" + json.dumps(rng.choice(EXTREMES), ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)
+        return ("{" + dup + "," + text[1:] if rng.random() < 0.5 else text[:-1] + "," + dup + "}").encode()
+    all_paths = list(paths(value))
+    path = rng.choice(all_paths[1:] or all_paths)
+    new = rng.choice(EXTREMES)
+    if choice < 0.3:
+        # Same type, odd content: a string with a multibyte character at a chosen byte.
+        new = "a" * rng.randrange(0, 40) + "é€𝄞" + "b" * rng.randrange(0, 40)
+    try:
+        value = set_path(value, path, new)
+    except (TypeError, KeyError, IndexError):
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ": ") if rng.random() < 0.3 else (",", ":")).encode()
+
+
+def mutate_bytes(data, rng):
+    data = bytearray(data)
+    if not data:
+        return bytes(data)
+    kind = rng.random()
+    if kind < 0.35:
+        for _ in range(rng.randrange(1, 9)):
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+    elif kind < 0.5:
+        data = data[:rng.randrange(len(data))]
+    elif kind < 0.6:
+        a = rng.randrange(len(data))
+        b = min(len(data), a + rng.randrange(1, 4096))
+        at = rng.randrange(len(data))
+        data[at:at] = data[a:b]
+    elif kind < 0.75:
+        # Overwrite 4 or 8 bytes with an extreme little-endian integer (Parquet's Thrift and page
+        # headers are varints; their footer length is 4 bytes LE).
+        width = rng.choice([4, 8])
+        value = rng.choice([0, 2**31 - 1, 2**31, 2**32 - 1, 2**40, 2**63 - 1]) % (1 << (8 * width))
+        at = rng.randrange(max(1, len(data) - width))
+        data[at:at + width] = value.to_bytes(width, "little")
+    else:
+        digits = [i for i in range(len(data)) if 48 <= data[i] <= 57]
+        if digits:
+            i = rng.choice(digits)
+            j = i
+            while j < len(data) and 48 <= data[j] <= 57:
+                j += 1
+            data[i:j] = rng.choice(NUMBERS)
+    return bytes(data)
+
+
+def mutate(kind, data, rng):
+    if kind in ("jsonl", "manifest", "state") and rng.random() < 0.6:
+        lines = data.split(b"\n")
+        for _ in range(5):
+            i = rng.randrange(len(lines))
+            new = mutate_json_line(lines[i], rng)
+            if new is not None:
+                lines[i] = new
+                break
+        data = b"\n".join(lines)
+    else:
+        data = mutate_bytes(data, rng)
+    resealed = False
+    if kind == "manifest" and rng.random() < 0.5:
+        data, resealed = reseal_manifest(data), True
+    if kind == "state" and rng.random() < 0.5:
+        data, resealed = reseal_state(data), True
+    return data, resealed
+
+
+def commands(kind, path, work):
+    """The commands that read a mutant of this kind."""
+    out = os.path.join(work, "out")
+    if kind in ("jsonl", "parquet"):
+        profile = ["--profile", "envelope"] if "envelope" in path else []
+        return [["rank", path, "--format", "json"] + profile,
+                ["trend", path, "--format", "json"] + profile,
+                ["health", path, "--format", "json"] + profile,
+                ["plan", path, "-o", out + ".manifest"] + profile]
+    if kind == "manifest":
+        return [["show", path],
+                ["execute", path, "--dry-run", "--target", "file:" + out, "--ledger", out + ".db", "--quarantine", "file:" + out + ".q"]]
+    return [["rank", path, "--format", "json"], ["trend", path, "--format", "json"], ["health", path, "--format", "json"],
+            ["diff", path, path, "--format", "json"]]
+
+
+def run(dlqf, args, timeout, limit, cwd):
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        p = subprocess.run([dlqf, "--threads", "2"] + args, cwd=cwd, capture_output=True, timeout=timeout, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        return None, "hang"
+    return p.returncode, p.stderr.decode("utf-8", "replace")
+
+
+def verdict(code, stderr, kind, changed_unsealed, cmd):
+    if code is None:
+        return "hang: more than the time limit"
+    if code < 0:
+        return f"killed by signal {-code}: {stderr[-2000:]}"
+    if code == 101 or "panicked at" in stderr:
+        return f"panic: {stderr[-2000:]}"
+    if code not in (0, 1, 2, 3, 4):
+        return f"exit {code}: {stderr[-2000:]}"
+    if code == 0 and changed_unsealed and cmd[0] in ("show", "rank", "execute"):
+        return "an unsealed change was accepted"
+    return None
+
+
+def seeds(dlqf, work):
+    def do(*args):
+        subprocess.run([dlqf] + list(args), cwd=work, check=True, capture_output=True)
+    do("gen", "--rows", "300", "--seed", "5", "-o", "vision.jsonl")
+    do("gen", "--profile", "envelope", "--rows", "200", "--seed", "5", "-o", "envelope.jsonl")
+    do("gen", "--rows", "2000", "--seed", "6", "-o", "vision.parquet")
+    with open(os.path.join(work, "policy.toml"), "w") as f:
+        f.write("clear_all = true\n")
+    do("plan", "vision.jsonl", "--policy", "policy.toml", "-o", "m.manifest")
+    do("rank", "vision.jsonl", "--format", "state", "-o", "s.state")
+    do("rank", "envelope.jsonl", "--profile", "envelope", "--format", "state", "-o", "e.state")
+    return {"jsonl": ["vision.jsonl", "envelope.jsonl"], "parquet": ["vision.parquet"], "manifest": ["m.manifest"],
+            "state": ["s.state", "e.state"]}
+
+
+def replay(args):
+    failures = 0
+    for case in sorted(os.listdir(args.replay)):
+        folder = os.path.join(args.replay, case)
+        spec = json.load(open(os.path.join(folder, "cmd.json")))
+        with tempfile.TemporaryDirectory() as work:
+            name = os.path.join(work, spec["name"])
+            shutil.copy(os.path.join(folder, "input"), name)
+            for cmd in commands(spec["kind"], name, work):
+                code, stderr = run(args.dlqf, cmd, args.timeout, args.limit_gib << 30, work)
+                why = verdict(code, stderr, spec["kind"], False, cmd)
+                if why:
+                    failures += 1
+                    print(f"{case}: {' '.join(cmd[:1])}: {why[:500]}")
+    print(f"{len(os.listdir(args.replay))} saved cases, {failures} failures")
+    return 1 if failures else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dlqf", required=True)
+    ap.add_argument("--seconds", type=float, default=300)
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--out", default="fuzz-findings")
+    ap.add_argument("--limit-gib", type=int, default=4)
+    ap.add_argument("--timeout", type=float, default=20)
+    ap.add_argument("--kinds", default="jsonl,parquet,manifest,state")
+    ap.add_argument("--replay")
+    args = ap.parse_args()
+    args.dlqf = os.path.abspath(args.dlqf)
+    if args.replay:
+        return replay(args)
+    rng = random.Random(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    base = tempfile.mkdtemp()
+    originals = seeds(args.dlqf, base)
+    kinds = args.kinds.split(",")
+    deadline = time.time() + args.seconds
+    tried = found = 0
+    print(f"seed {args.seed}; findings go to {args.out}")
+    while time.time() < deadline:
+        kind = rng.choice(kinds)
+        name = rng.choice(originals[kind])
+        data = open(os.path.join(base, name), "rb").read()
+        mutant, resealed = mutate(kind, data, rng)
+        if mutant == data:
+            continue
+        tried += 1
+        work = tempfile.mkdtemp()
+        path = os.path.join(work, name)
+        open(path, "wb").write(mutant)
+        for cmd in commands(kind, path, work):
+            code, stderr = run(args.dlqf, cmd, args.timeout, args.limit_gib << 30, work)
+            why = verdict(code, stderr, kind, kind in ("manifest", "state") and not resealed, cmd)
+            if why:
+                found += 1
+                case = os.path.join(args.out, f"{kind}-{args.seed}-{tried}")
+                os.makedirs(case, exist_ok=True)
+                open(os.path.join(case, "input"), "wb").write(mutant)
+                json.dump({"kind": kind, "name": name, "cmd": cmd[0]}, open(os.path.join(case, "cmd.json"), "w"))
+                open(os.path.join(case, "why.txt"), "w").write(why)
+                print(f"{kind} {name} {cmd[0]}: {why.splitlines()[0][:200] if why else ''}", flush=True)
+                break
+        shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)
+    print(f"{tried} mutants, {found} findings")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
