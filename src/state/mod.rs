@@ -64,7 +64,7 @@ impl Rules {
     }
 
     fn describe(&self) -> String {
-        format!("profile `{}` (signature {}; rules {})", self.profile, self.signature_fields.join(", "), &self.rules[..self.rules.len().min(19)])
+        format!("profile `{}` (signature {}; rules {})", self.profile, self.signature_fields.join(", "), self.rules.chars().take(19).collect::<String>())
     }
 }
 
