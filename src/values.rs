@@ -23,7 +23,7 @@ pub fn to_json(value: AnyValue) -> Value {
         AnyValue::Int64(v) => v.into(),
         AnyValue::Float32(v) => Number::from_f64(v.into()).map(Value::Number).unwrap_or(Value::Null),
         AnyValue::Float64(v) => Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null),
-        AnyValue::Date(days) => Value::String(timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10].to_string()),
+        AnyValue::Date(days) => Value::String(timestamp::format_date(days)),
         AnyValue::Datetime(v, unit, _) | AnyValue::DatetimeOwned(v, unit, _) => {
             let micros = match unit {
                 TimeUnit::Nanoseconds => v.div_euclid(1000),

@@ -174,7 +174,7 @@ impl Values {
                 None => out.extend_from_slice(b"null"),
             },
             Values::Date(ca) => match ca.get(i) {
-                Some(days) => write_json_string(out, &timestamp::format_micros(i64::from(days) * 86_400_000_000)[..10]),
+                Some(days) => write_json_string(out, &timestamp::format_date(days)),
                 None => out.extend_from_slice(b"null"),
             },
             Values::Other(s) => serde_json::to_writer(&mut *out, &to_json(s.get(i).expect("a row of the frame"))).expect("values serialise"),

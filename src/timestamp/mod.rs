@@ -190,6 +190,15 @@ pub fn format_micros(micros: i64) -> String {
     }
 }
 
+/// A date given as days since 1970-01-01 (Parquet's and Arrow's DATE), as `YYYY-MM-DD`; a
+/// day no calendar holds (a hostile file's) as its number.
+pub fn format_date(days: i32) -> String {
+    match chrono::NaiveDate::from_ymd_opt(1970, 1, 1).and_then(|epoch| epoch.checked_add_signed(chrono::TimeDelta::try_days(i64::from(days))?)) {
+        Some(date) => date.format("%Y-%m-%d").to_string(),
+        None => days.to_string(),
+    }
+}
+
 pub fn now_micros() -> i64 {
     Utc::now().timestamp_micros()
 }
@@ -260,6 +269,15 @@ mod tests {
 
     fn chrono_micros(s: &str) -> i64 {
         DateTime::parse_from_rfc3339(s).unwrap().timestamp_micros()
+    }
+
+    #[test]
+    fn dates_are_days_since_1970_and_days_past_any_calendar_are_their_number() {
+        assert_eq!(format_date(0), "1970-01-01");
+        assert_eq!(format_date(-1), "1969-12-31");
+        assert_eq!(format_date(20_423), "2025-12-01");
+        assert_eq!(format_date(i32::MAX), i32::MAX.to_string());
+        assert_eq!(format_date(i32::MIN), i32::MIN.to_string());
     }
 
     #[test]
