@@ -28,7 +28,7 @@ pub fn to_json(value: AnyValue) -> Value {
             let micros = match unit {
                 TimeUnit::Nanoseconds => v.div_euclid(1000),
                 TimeUnit::Microseconds => v,
-                TimeUnit::Milliseconds => v * 1000,
+                TimeUnit::Milliseconds => v.saturating_mul(1000),
             };
             Value::String(timestamp::format_micros(micros))
         }

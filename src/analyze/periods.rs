@@ -60,7 +60,7 @@ impl Every {
 
 /// Refuses a span of more than `MAX_PERIODS` periods of `every`, naming its ends.
 pub fn check_span(first: i64, last: i64, every: Every) -> Result<()> {
-    let periods = (last - first) / every.length() + 1;
+    let periods = last.saturating_sub(first) / every.length() + 1;
     if periods > MAX_PERIODS {
         bail!(
             "failures span {} to {}: {periods} {}s, more than {MAX_PERIODS}. A timestamp is probably wrong \

@@ -296,7 +296,8 @@ impl Layout {
         let name = &self.time.name;
         let format = self.time_format;
         match resolve(&self.time, cells, context)? {
-            Cell::Time(v) => Ok(v),
+            Cell::Time(v) if (timestamp::MIN_MICROS..=timestamp::MAX_MICROS).contains(&v) => Ok(v),
+            Cell::Time(v) => Err(format!("field `{name}`: timestamp {v} µs since 1970 is out of range")),
             Cell::Str(s) if format == TimeFormat::Rfc3339 => {
                 dates.parse(&s).or_else(|| format.parse_text(&s)).ok_or_else(|| format!("field `{name}`: invalid timestamp {}", quote(&s)))
             }

@@ -499,5 +499,6 @@ impl<'c> Direct<'c> {
 
 /// A native time value in microseconds (`factor` negative: divide).
 pub(super) fn micros(value: i64, factor: i64) -> i64 {
-    if factor < 0 { value.div_euclid(-factor) } else { value * factor }
+    // Saturating: a value no calendar holds stays out of range, for the row's check to refuse.
+    if factor < 0 { value.div_euclid(-factor) } else { value.saturating_mul(factor) }
 }

@@ -43,7 +43,8 @@ impl PageColumns {
                 TextTime::Time(time) => Some(time),
                 TextTime::Null | TextTime::Unreadable(_) => None,
             },
-            Times::Native(values, factor) => Some(micros(values.values[i]?, *factor)),
+            // A time out of the calendar's range goes the slow way, where the layout rejects it.
+            Times::Native(values, factor) => Some(micros(values.values[i]?, *factor)).filter(|t| (crate::timestamp::MIN_MICROS..=crate::timestamp::MAX_MICROS).contains(t)),
         }
     }
 

@@ -101,7 +101,7 @@ impl RowWriter {
                         Values::Micros(match unit {
                             TimeUnit::Nanoseconds => raw.apply_values(|v| v.div_euclid(1000)),
                             TimeUnit::Microseconds => raw,
-                            TimeUnit::Milliseconds => raw.apply_values(|v| v * 1000),
+                            TimeUnit::Milliseconds => raw.apply_values(|v| v.saturating_mul(1000)),
                         })
                     }
                     DataType::Date => Values::Date(s.cast(&DataType::Int32)?.i32()?.rechunk().into_owned()),

@@ -17,8 +17,8 @@ pub enum TimeFormat {
 }
 
 /// The earliest and latest microseconds a time may be: years 1 to 9999, as RFC 3339 writes.
-const MIN_MICROS: i64 = -62_135_596_800_000_000;
-const MAX_MICROS: i64 = 253_402_300_799_999_999;
+pub const MIN_MICROS: i64 = -62_135_596_800_000_000;
+pub const MAX_MICROS: i64 = 253_402_300_799_999_999;
 
 impl TimeFormat {
     pub fn parse(name: &str) -> Option<TimeFormat> {

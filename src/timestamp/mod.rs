@@ -5,7 +5,7 @@ mod formats;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-pub use formats::{parse_http_date, partition_time, TimeFormat};
+pub use formats::{parse_http_date, partition_time, TimeFormat, MAX_MICROS, MIN_MICROS};
 
 /// Parses `YYYY-MM-DD[T ]HH:MM:SS[.fraction](Z|±HH:MM|±HHMM)`; a missing offset means UTC.
 /// Surrounding whitespace is ignored.
