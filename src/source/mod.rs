@@ -12,6 +12,7 @@ pub mod json_tree;
 mod jsonl;
 pub mod layout;
 mod parquet;
+mod parquet_check;
 mod parquet_fold;
 mod parquet_late;
 mod first_times;

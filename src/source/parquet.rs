@@ -71,11 +71,12 @@ pub(super) struct Group {
 impl<'s> ParquetSource<'s> {
     pub fn open(storage: &'s Storage, input: &Input) -> Result<ParquetSource<'s>> {
         let not_parquet = || format!("{}: not a readable Parquet file", input.display);
-        let (read, metadata) = match &input.location {
+        let (read, metadata, file_len) = match &input.location {
             Location::File(path) => {
                 let file = File::open(path).with_context(|| format!("{}: cannot open", input.display))?;
+                let file_len = file.metadata().with_context(|| format!("{}: cannot open", input.display))?.len();
                 let metadata = ParquetReader::new(file).get_metadata().with_context(not_parquet)?.clone();
-                (Read::Local(path.clone()), metadata)
+                (Read::Local(path.clone()), metadata, file_len)
             }
             Location::S3 { .. } => {
                 let size = match input.size {
@@ -83,10 +84,13 @@ impl<'s> ParquetSource<'s> {
                     None => bail!("{}: size unknown", input.display),
                 };
                 let metadata = remote_metadata(storage, &input.location, size).with_context(not_parquet)?;
-                (Read::Remote { storage, location: input.location.clone(), size }, metadata)
+                (Read::Remote { storage, location: input.location.clone(), size }, metadata, size)
             }
             Location::Std => bail!("{}: Parquet cannot be read from stdin", input.display),
         };
+        if let Err(why) = super::parquet_check::check(&metadata, file_len) {
+            bail!("{}: corrupt Parquet footer: {why}", input.display);
+        }
         let mut base = (*metadata).clone();
         base.row_groups = Vec::new();
         let single = metadata
