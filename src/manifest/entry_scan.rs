@@ -32,8 +32,9 @@ struct EntryCheck {
 pub struct EntryChecker {
     /// Counts per signature text, as the entries spell it.
     by_text: HashMap<Box<str>, (Signature, DecisionCounts), foldhash::fast::FixedState>,
-    /// Counts of entries read by serde_json.
-    by_value: Vec<(Signature, DecisionCounts)>,
+    /// Counts of entries read by serde_json (a map: entries in another form may each carry
+    /// their own signature, and a search per line would make the check quadratic).
+    by_value: HashMap<Signature, DecisionCounts, foldhash::fast::FixedState>,
 }
 
 impl EntryChecker {
@@ -44,14 +45,7 @@ impl EntryChecker {
             return Ok(decision);
         }
         let entry: EntryCheck = serde_json::from_slice(line)?;
-        match self.by_value.iter_mut().find(|(s, _)| *s == entry.signature) {
-            Some((_, counts)) => counts.add(entry.decision),
-            None => {
-                let mut counts = DecisionCounts::default();
-                counts.add(entry.decision);
-                self.by_value.push((entry.signature, counts));
-            }
-        }
+        self.by_value.entry(entry.signature).or_default().add(entry.decision);
         Ok(entry.decision)
     }
 

@@ -163,11 +163,9 @@ fn verify(name: &str, source: impl Read, expected: Option<&str>, mut copy: Optio
         bail!("{why}; nothing was sent");
     }
     // Every entry's signature has the same fields, in the same order: reports line them up.
-    if let Some((first, _)) = by_signature.first() {
-        let names = |s: &Signature| s.0.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>();
-        if let Some((other, _)) = by_signature.iter().find(|(s, _)| names(s) != names(first)) {
-            bail!("{name}: entries carry signatures with different fields ({:?} and {:?}); nothing was sent", names(first), names(other));
-        }
+    let fields: std::collections::BTreeSet<Vec<&str>> = by_signature.iter().map(|(s, _)| s.0.iter().map(|(f, _)| f.as_str()).collect()).collect();
+    if let [first, second, ..] = fields.iter().collect::<Vec<_>>()[..] {
+        bail!("{name}: entries carry signatures with different fields ({first:?} and {second:?}); nothing was sent");
     }
     if counts != header.counts {
         bail!("{name}: the header's counts ({}) do not match the entries ({}); nothing was sent", header.counts, counts);
