@@ -159,7 +159,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         SummaryFormat::Table => report::review::table(&review, &header),
         SummaryFormat::Markdown => report::review::markdown(&review, &header),
     };
-    print!("{text}");
+    prepared.storage.write(&Location::Std, text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -40,6 +40,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         SummaryFormat::Table => report::review::table(&review, &header),
         SummaryFormat::Markdown => report::review::markdown(&review, &header),
     };
-    print!("{text}");
+    storage.write(&Location::Std, text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -176,7 +176,11 @@ impl Storage {
             Location::Std => {
                 use std::io::Write;
                 let mut out = std::io::stdout().lock();
-                out.write_all(bytes).and_then(|_| out.flush()).context("writing to stdout")
+                match out.write_all(bytes).and_then(|_| out.flush()) {
+                    // The reader went away (`| head`): nothing more is wanted, and nothing is wrong.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                    other => other.context("writing to stdout"),
+                }
             }
             Location::File(path) => {
                 let mut output = Output::create(self, location)?;
