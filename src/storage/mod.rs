@@ -255,6 +255,14 @@ impl<'a> Output<'a> {
         let name = &self.destination;
         self.file.sync_all().with_context(|| format!("{name}: write failed"))?;
         match &self.destination {
+            // A device or pipe (`-o /dev/null`, `-o /dev/stdout`, a FIFO) gets the bytes written
+            // into it: renaming over it would replace the device with a file.
+            Location::File(path) if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) => {
+                let mut written = File::open(self.temp.path()).with_context(|| format!("{name}: write failed"))?;
+                let mut device = File::options().write(true).open(path).with_context(|| format!("{name}: cannot open for writing"))?;
+                std::io::copy(&mut written, &mut device).with_context(|| format!("{name}: write failed"))?;
+                Ok(())
+            }
             Location::File(path) => self.temp.persist(path).with_context(|| format!("{name}: cannot write")),
             Location::S3 { bucket, key } => self.storage.s3.upload(bucket, key, self.temp.path()),
             Location::Std => unreachable!("refused at create"),
@@ -275,6 +283,23 @@ mod tests {
         assert_eq!(Location::parse("dumps/a.jsonl").unwrap(), Location::File("dumps/a.jsonl".into()));
         assert_eq!(Location::parse("s3://b/k/x.jsonl").unwrap().to_string(), "s3://b/k/x.jsonl");
         assert_eq!(Location::parse("s3://b/k/x.jsonl").unwrap().file_name(), "x.jsonl");
+    }
+
+    #[test]
+    fn an_output_to_a_device_or_pipe_writes_into_it_and_leaves_it_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        Storage::new().write(&Location::File(fifo.clone()), b"{}\n").unwrap();
+        assert_eq!(reader.join().unwrap(), b"{}\n");
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(&std::fs::metadata(&fifo).unwrap().file_type()), "still a pipe");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary file left");
+        Storage::new().write(&Location::File("/dev/null".into()), b"x").unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_char_device(&std::fs::metadata("/dev/null").unwrap().file_type()));
     }
 
     #[test]
