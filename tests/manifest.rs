@@ -291,7 +291,8 @@ fn the_gate_decides_each_entry_by_its_own_attempts() {
 }
 
 /// A header holding a key twice (the second value sealed, the first what another reader
-/// would see) is refused, at the top and inside the policy alike.
+/// would see) is refused, at the top and inside the policy alike; so is a header line ending
+/// in CRLF.
 #[test]
 fn a_header_with_a_key_written_twice_is_refused_however_it_is_sealed() {
     let dir = Dir::new();
@@ -307,4 +308,8 @@ fn a_header_with_a_key_written_twice_is_refused_however_it_is_sealed() {
         let run = dir.command().args(["show", "twice.jsonl"]).expect_code(1);
         assert!(run.stderr.contains("appears twice"), "{}", run.stderr);
     }
+    // The header line alone converted to CRLF (the entries' seal would catch theirs).
+    dir.create("crlf.jsonl", original.replacen('\n', "\r\n", 1));
+    let run = dir.command().args(["show", "crlf.jsonl"]).expect_code(1);
+    assert!(run.stderr.contains("crlf.jsonl:1: a carriage return"), "{}", run.stderr);
 }

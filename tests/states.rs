@@ -253,6 +253,12 @@ fn cut_altered_or_foreign_states_are_refused_with_the_file_named() {
     let run = dir.command().args(["rank", "newer.state"]).expect_code(1);
     assert!(run.stderr.contains("newer.state:1: a state in format dlqf.state/2, from a newer dlqf"), "{}", run.stderr);
 
+    // Converted to CRLF: the content is the same, the bytes are not; a manifest would fail its
+    // seal, and so does a state, naming the line.
+    dir.create("crlf.state", text.replace('\n', "\r\n"));
+    let run = dir.command().args(["rank", "crlf.state"]).expect_code(1);
+    assert!(run.stderr.contains("crlf.state:1: a carriage return"), "{}", run.stderr);
+
     dir.create("junk.state", "{\"capture_id\": \"x\"}\n");
     let run = dir.command().args(["rank", "junk.state"]).expect_code(1);
     assert!(run.stderr.contains("junk.state:1: not a dlqf state header"), "{}", run.stderr);

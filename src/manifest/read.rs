@@ -213,6 +213,11 @@ fn check_block(block: &[u8], checker: &mut EntryChecker) -> BlockCheck {
 
 /// Parses and checks the header line against its own seal.
 fn parse_header(line: &[u8], name: &str) -> Result<Header> {
+    // Lines end with LF alone, the header's too: the entries' seal covers their bytes, and a
+    // header line converted to CRLF must not pass where an entry would not.
+    if line.contains(&b'\r') {
+        bail!("{name}:1: a carriage return: a manifest's lines end with LF alone (was the file converted to CRLF?); nothing was sent");
+    }
     // A key written twice would be read as one value by one reader and another by the next.
     let fields: Map<String, Value> = match crate::strict_json::parse(line.trim_ascii_end()) {
         Ok(Value::Object(fields)) => fields,

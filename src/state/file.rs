@@ -91,6 +91,12 @@ pub fn read(bytes: &[u8], name: &str) -> Result<Vec<State>> {
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
         bail!("{name}: truncated: the last line has no end (an interrupted write?)");
     }
+    // One rule for line ends, as for manifests: a line ends with LF alone. JSON escapes a CR
+    // in a string, so a raw one means the file was converted (CRLF) or altered.
+    if let Some(at) = memchr::memchr(b'\r', bytes) {
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        bail!("{name}:{line}: a carriage return: a state's lines end with LF alone (was the file converted to CRLF?)");
+    }
     let text = std::str::from_utf8(bytes).with_context(|| format!("{name}: not a dlqf state (not UTF-8 text)"))?;
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     let mut states = Vec::new();
