@@ -32,7 +32,8 @@ impl GroupStats {
     }
 
     pub(crate) fn observe(&mut self, time: i64, id: &str, count: u64, last_time: i64) {
-        self.count += count;
+        // Saturating: counts from states are checked on reading, but never wrap.
+        self.count = self.count.saturating_add(count);
         if time < self.first_time || (time == self.first_time && id < self.first_id.as_str()) {
             self.first_time = time;
             self.first_id.clear();

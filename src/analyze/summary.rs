@@ -30,7 +30,7 @@ impl Summary {
 
     /// Accepted failures.
     pub fn total(&self) -> u64 {
-        self.signatures.values().flat_map(|h| h.values()).map(|s| s.count).sum()
+        self.signatures.values().flat_map(|h| h.values()).fold(0u64, |sum, s| sum.saturating_add(s.count))
     }
 
     /// Only the hours inside `window`; exact when its bounds are on whole hours (a failure lies

@@ -122,8 +122,10 @@ pub fn read(bytes: &[u8], name: &str) -> Result<Vec<State>> {
         if format!("{:x}", hasher.finalize()) != claimed {
             bail!("{name}: the state at line {at} was altered: it does not match its sha256");
         }
-        if summary.total() != header.total {
-            bail!("{name}:{at}: total {} is not the sum of the hours' counts ({})", header.total, summary.total());
+        let sum = summary.signatures.values().flat_map(|h| h.values()).try_fold(0u64, |sum, s| sum.checked_add(s.count));
+        if sum != Some(header.total) {
+            let sum = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
+            bail!("{name}:{at}: total {} is not the sum of the hours' counts ({sum})", header.total);
         }
         let partial = Partial { summary, inputs: header.inputs, rejects: header.rejects };
         if partial.rejected() != header.rejected {
@@ -161,8 +163,9 @@ fn read_signature(line: &str, fields: usize) -> Result<(Vec<String>, BTreeMap<i6
     let mut hours = BTreeMap::new();
     for (hour, count, first_time, first_id, last_time) in parsed.hours {
         let in_hour = |t: i64| (hour..hour.saturating_add(HOUR)).contains(&t);
-        if hour.rem_euclid(HOUR) != 0 || count == 0 || !in_hour(first_time) || !in_hour(last_time) || first_time > last_time {
-            bail!("hour {hour}: not a whole hour with a positive count and its failures inside it");
+        let in_calendar = (crate::timestamp::MIN_MICROS..=crate::timestamp::MAX_MICROS).contains(&hour);
+        if !in_calendar || hour.rem_euclid(HOUR) != 0 || count == 0 || !in_hour(first_time) || !in_hour(last_time) || first_time > last_time {
+            bail!("hour {hour}: not a whole hour of years 1 to 9999 with a positive count and its failures inside it");
         }
         if hours.keys().next_back().is_some_and(|&last| last >= hour) {
             bail!("hour {hour}: hours out of order or repeated");

@@ -96,7 +96,7 @@ pub struct Partial {
 
 impl Partial {
     pub fn rejected(&self) -> u64 {
-        self.inputs.iter().map(|i| i.rejected).sum()
+        self.inputs.iter().fold(0u64, |sum, i| sum.saturating_add(i.rejected))
     }
 
     /// Adds other partials; the caller has checked that they all cover different dumps.
