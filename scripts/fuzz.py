@@ -6,7 +6,8 @@ usage: fuzz.py --dlqf BIN [--seconds N] [--seed S] [--out DIR] [--limit-gib G] [
 
 Seeds are made by dlqf itself (gen, plan, rank --format state): JSON-lines and Parquet dumps, a
 manifest and a state. Each mutant is a byte-level change (bit flips, truncation, a spliced
-chunk, a number replaced by an extreme one) or a JSON-level one (a value replaced by an extreme,
+chunk, a number replaced by an extreme one, a large varint over a Parquet footer) or a
+JSON-level one (a value replaced by an extreme,
 odd or wrongly typed one, a duplicated key); manifest and state mutants are re-sealed half of
 the time, so they reach the code behind the seal. Each command runs with a time limit and a cap
 on address space. A case is a finding when dlqf panics (exit 101), dies of a signal (an abort,
@@ -156,7 +157,31 @@ def mutate_bytes(data, rng):
     return bytes(data)
 
 
+def mutate_footer(data, rng):
+    """A large zigzag varint written over a Parquet file's Thrift footer (its sizes, counts and
+    offsets are varints): what a damaged or crafted footer claims."""
+    if len(data) < 12 or data[-4:] != b"PAR1":
+        return data
+    length = int.from_bytes(data[-8:-4], "little")
+    start = max(4, len(data) - 8 - length)
+    if start >= len(data) - 8:
+        return data
+    value = rng.choice([2**31, 2**33, 2**40, 10**12, 2**62]) << 1
+    varint = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        varint.append(byte | (0x80 if value else 0))
+        if not value:
+            break
+    at = rng.randrange(start, len(data) - 8)
+    out = bytearray(data)
+    out[at:at + len(varint)] = varint
+    return bytes(out[:len(data) - 8]) + data[-8:]
+
+
 def mutate(kind, data, rng):
+    if kind == "parquet" and rng.random() < 0.4:
+        return mutate_footer(data, rng), False
     if kind in ("jsonl", "manifest", "state") and rng.random() < 0.6:
         lines = data.split(b"\n")
         for _ in range(5):

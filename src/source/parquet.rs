@@ -75,7 +75,11 @@ impl<'s> ParquetSource<'s> {
             Location::File(path) => {
                 let file = File::open(path).with_context(|| format!("{}: cannot open", input.display))?;
                 let file_len = file.metadata().with_context(|| format!("{}: cannot open", input.display))?.len();
-                let metadata = ParquetReader::new(file).get_metadata().with_context(not_parquet)?.clone();
+                // polars' footer parser may panic on a damaged footer: contained, it is this file's.
+                let metadata = crate::contain::contained(|| ParquetReader::new(file).get_metadata().map(|m| m.clone()))
+                    .map_err(|panic| anyhow::anyhow!("the footer cannot be parsed ({panic})"))
+                    .and_then(|read| read.map_err(anyhow::Error::from))
+                    .with_context(not_parquet)?;
                 (Read::Local(path.clone()), metadata, file_len)
             }
             Location::S3 { .. } => {
@@ -266,7 +270,10 @@ fn remote_metadata(storage: &Storage, location: &Location, size: u64) -> Result<
         file.put(start, &storage.read_ranges(location, std::slice::from_ref(&(start..first)))?[0]);
     }
     file.put(first, &tail);
-    Ok(ParquetReader::new(Cursor::new(file)).get_metadata()?.clone())
+    // polars' footer parser may panic on a damaged footer: contained, it is this object's.
+    crate::contain::contained(|| ParquetReader::new(Cursor::new(file)).get_metadata().map(|m| m.clone()))
+        .map_err(|panic| anyhow::anyhow!("the footer cannot be parsed ({panic})"))?
+        .map_err(anyhow::Error::from)
 }
 
 /// A row group's bytes while it is loaded: the local file, or a remote group's chunks.
