@@ -291,6 +291,9 @@ def main():
     rng = random.Random(args.seed)
     os.makedirs(args.out, exist_ok=True)
     base = tempfile.mkdtemp()
+    # A copy, so that rebuilding the binary meanwhile does not disturb the run.
+    shutil.copy(args.dlqf, os.path.join(base, "dlqf"))
+    args.dlqf = os.path.join(base, "dlqf")
     originals = seeds(args.dlqf, base)
     kinds = args.kinds.split(",")
     deadline = time.time() + args.seconds
