@@ -10,7 +10,7 @@ use polars_parquet::parquet::error::ParquetResult;
 use polars_parquet::parquet::page::{DataPage, DictPage};
 use polars_parquet::parquet::read::BasicDecompressor;
 
-use super::parquet_pages::{chunk_pages, dictionary_codes, is_string, levels, plain_starts, present, value_at, Texts};
+use super::parquet_pages::{chunk_pages, chunk_uncompressed, dictionary_codes, is_string, levels, page_fits, plain_starts, present, value_at, Texts};
 
 /// A row group's ids: read with the other columns, or page by page as they are asked for.
 pub(super) enum Ids {
@@ -90,6 +90,9 @@ impl LateTexts {
         let mut first_row = 0;
         for item in decompressor.by_ref() {
             let item = item.ok()?;
+            if !page_fits(item.num_values(), item.page().uncompressed_size(), chunk_uncompressed(chunk), rows - first_row) {
+                return None;
+            }
             let rows = item.num_values();
             let decompress: Decompress = Box::new(move |decompressor| item.decompress(decompressor));
             pages.push(LatePage { first_row, rows, compressed: Cell::new(Some(decompress)), values: OnceCell::new() });

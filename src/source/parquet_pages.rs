@@ -75,7 +75,7 @@ impl Codes {
     /// Its own page loop: `values_per_row` would look each code up in an identity table, 2.3%
     /// more of rank's instructions (cachegrind, 1M rows).
     fn read_dictionary(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<Codes> {
-        let (mut pages, dictionary) = Pages::open(chunk, file)?;
+        let (mut pages, dictionary) = Pages::open(chunk, file, rows)?;
         let dictionary = dictionary?;
         let values = plain_strs(&dictionary.buffer, dictionary.num_values).map(|v| v.map(Box::from)).collect::<Option<Vec<_>>>()?;
         let mut codes = Vec::with_capacity(rows);
@@ -109,7 +109,8 @@ struct Distinct {
 impl Distinct {
     /// The codes of `count` PLAIN byte arrays, each valid UTF-8.
     fn codes(&mut self, bytes: &[u8], count: usize) -> Option<Vec<u32>> {
-        let mut codes = Vec::with_capacity(count);
+        // Each value takes 4 bytes at least: a count past that is a damaged header's.
+        let mut codes = Vec::with_capacity(count.min(bytes.len() / 4));
         for value in plain_strs(bytes, count) {
             let value = value?;
             codes.push(match self.numbers.get(value) {
@@ -262,32 +263,56 @@ pub(super) fn chunk_pages(chunk: &ColumnChunkMetadata, file: &Buffer<u8>) -> Opt
     if start > end || end > file.len() {
         return None;
     }
-    let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), usize::MAX);
+    // No page larger than its chunk: a page header claiming more is damaged.
+    let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), end - start);
     let mut pages = BasicDecompressor::new(pages, Vec::new());
     let dictionary = pages.read_dict_page().ok()?;
     Some((pages, dictionary))
 }
 
-/// A column chunk's data pages, decompressed in order.
-struct Pages(BasicDecompressor);
+/// Whether a data page's header claims what its chunk can hold: no more values than the
+/// rows still to come, and no more bytes decompressed than the whole chunk's (which the
+/// footer check bounded). Checked before decompressing, which allocates what the header says.
+pub(super) fn page_fits(values: usize, uncompressed: usize, chunk_uncompressed: usize, rows_left: usize) -> bool {
+    values <= rows_left && uncompressed <= chunk_uncompressed
+}
+
+/// A chunk's uncompressed size, as `page_fits` bounds its pages by.
+pub(super) fn chunk_uncompressed(chunk: &ColumnChunkMetadata) -> usize {
+    usize::try_from(chunk.uncompressed_size()).unwrap_or(0)
+}
+
+/// A column chunk's data pages, decompressed in order, each checked by `page_fits`.
+struct Pages {
+    pages: BasicDecompressor,
+    chunk_uncompressed: usize,
+    rows_left: usize,
+}
 
 impl Pages {
-    /// The chunk's pages, and its dictionary page if it has one.
-    fn open(chunk: &ColumnChunkMetadata, file: &Buffer<u8>) -> Option<(Pages, Option<DictPage>)> {
-        chunk_pages(chunk, file).map(|(pages, dictionary)| (Pages(pages), dictionary))
+    /// The chunk's pages (of `rows` rows in all), and its dictionary page if it has one.
+    fn open(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<(Pages, Option<DictPage>)> {
+        chunk_pages(chunk, file).map(|(pages, dictionary)| (Pages { pages, chunk_uncompressed: chunk_uncompressed(chunk), rows_left: rows }, dictionary))
     }
 
     /// The next data page (`Some(None)` after the last), or None if it cannot be read.
     fn next(&mut self) -> Option<Option<DataPage>> {
-        match self.0.next() {
+        match self.pages.next() {
             None => Some(None),
-            Some(page) => Some(Some(page.ok()?.decompress(&mut self.0).ok()?)),
+            Some(page) => {
+                let page = page.ok()?;
+                if !page_fits(page.num_values(), page.page().uncompressed_size(), self.chunk_uncompressed, self.rows_left) {
+                    return None;
+                }
+                self.rows_left -= page.num_values();
+                Some(Some(page.decompress(&mut self.pages).ok()?))
+            }
         }
     }
 
     /// Gives a page's buffer back for decompressing the next one.
     fn recycle(&mut self, page: DataPage) {
-        self.0.reuse_page_buffer(page);
+        self.pages.reuse_page_buffer(page);
     }
 }
 
@@ -303,7 +328,7 @@ fn values_per_row<S, T: Copy>(
     plain: impl Fn(&mut S, &[u8], usize) -> Option<Vec<T>>,
     null: T,
 ) -> Option<Vec<T>> {
-    let (mut pages, dictionary_page) = Pages::open(chunk, file)?;
+    let (mut pages, dictionary_page) = Pages::open(chunk, file, rows)?;
     let dictionary = match dictionary_page {
         Some(page) => Some(dictionary(state, &page.buffer, page.num_values)?),
         None => None,
@@ -404,7 +429,8 @@ pub(super) fn value_at(bytes: &[u8], start: usize) -> &str {
 /// its lengths are then ASCII bytes unless a value is 128 bytes or longer (such a run is
 /// checked value by value), and a value whose next byte continues a character is refused.
 pub(super) fn plain_starts(page: &[u8], count: usize, base: usize) -> Option<(Vec<u32>, usize)> {
-    let mut starts = Vec::with_capacity(count);
+    // Each value takes 4 bytes at least: a count past that is a damaged header's.
+    let mut starts = Vec::with_capacity(count.min(page.len() / 4) + 1);
     let mut at = 0usize;
     for _ in 0..count {
         let len = u32::from_le_bytes(page.get(at..at + 4)?.try_into().ok()?) as usize;
