@@ -342,3 +342,34 @@ fn diff_ranks_states_as_rank_does() {
     let run = dir.command().args(["diff", "2026-10-01.state", "2026-10-02.state", "--profile", "vision"]).expect_code(1);
     assert!(run.stderr.contains("2026-10-01.state: made with profile `envelope`"), "{}", run.stderr);
 }
+
+/// States written as parts of a set (`--part I/N`, one per job of an array) merge whole; a
+/// file of them cut between two states, or a set missing a part or holding one twice, is
+/// refused, where unnumbered states would read as whatever is left.
+#[test]
+fn a_set_of_numbered_states_is_read_whole_or_refused() {
+    let dir = Dir::new();
+    let mut whole = Vec::new();
+    for i in 1..=3 {
+        dir.gen(&format!("d{i}.jsonl"), &["--rows", "200", "--seed", &i.to_string()]);
+        dir.command().args(["rank", &format!("d{i}.jsonl"), "--format", "state", "--part", &format!("{i}/3"), "-o", &format!("p{i}.state")]).ok();
+        whole.extend(std::fs::read(dir.join(&format!("p{i}.state"))).unwrap());
+    }
+    dir.create("all.state", &whole);
+    let merged = dir.command().args(["rank", "all.state", "--format", "json"]).json();
+    let direct = dir.command().args(["rank", "d1.jsonl", "d2.jsonl", "d3.jsonl", "--format", "json"]).json();
+    assert_eq!(merged, direct, "a whole set is the run over its dumps");
+
+    dir.create("cut.state", &whole[..whole.len() - std::fs::read(dir.join("p3.state")).unwrap().len()]);
+    let run = dir.command().args(["rank", "cut.state"]).expect_code(1);
+    assert!(run.stderr.contains("2 of a set of 3: part 3 is missing"), "{}", run.stderr);
+    let run = dir.command().args(["rank", "p1.state", "p3.state"]).expect_code(1);
+    assert!(run.stderr.contains("part 2 is missing"), "{}", run.stderr);
+    // Two jobs that both wrote part 2 (of different dumps).
+    dir.command().args(["rank", "d3.jsonl", "--format", "state", "--part", "2/3", "-o", "p2-again.state"]).ok();
+    let run = dir.command().args(["rank", "p1.state", "p2.state", "p2-again.state"]).expect_code(1);
+    assert!(run.stderr.contains("part 2 of 3 is read twice"), "{}", run.stderr);
+
+    dir.command().args(["rank", "d1.jsonl", "--part", "1/3"]).expect_code(2);
+    dir.command().args(["rank", "d1.jsonl", "--format", "state", "--part", "4/3"]).expect_code(2);
+}

@@ -95,6 +95,8 @@ fn rank_states(bytes: &[u8], name: &str, args: &Args) -> Result<RankReport> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let format = args.output.format("diff", &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown])?;
+    // diff writes no state: --part is refused, as with any report format.
+    args.output.state_to(format)?;
     let storage = Storage::new();
     let old = read_report(&storage, &args.old, &args)?;
     let new = read_report(&storage, &args.new, &args)?;

@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let writes = [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::State];
     let format = args.output.format("health", &writes)?;
-    let state_to = (format == OutputFormat::State).then(|| args.output.destination());
+    let state_to = args.output.state_to(format)?;
     let prepared = args.input.prepare(Window::default())?;
     let fields = prepared.profile.signature_names();
     let by = args.by.clone().or_else(|| prepared.profile.origin.topic.clone().filter(|f| fields.contains(f)));

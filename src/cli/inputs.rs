@@ -10,7 +10,7 @@ use dlqf::report::OutputFormat;
 use dlqf::source::layout::Layout;
 use dlqf::messages::{self, Progress};
 use dlqf::source::{self, Accumulator, Format, Input, Reject, Scan, Tally, Window};
-use dlqf::state::{self, Partial, Rules};
+use dlqf::state::{self, Part, Partial, Rules};
 use dlqf::storage::{Location, Storage};
 use dlqf::timestamp;
 
@@ -62,6 +62,17 @@ pub struct OutputArgs {
     /// Write the report to this file (or s3://bucket/key) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE", value_parser = location_parser)]
     pub output: Option<Location>,
+
+    /// With --format state: this state is part I of a set of N written to be merged whole
+    /// (one per job of an array); reading the set with a part missing is an error.
+    #[arg(long, value_name = "I/N", value_parser = Part::parse)]
+    pub part: Option<Part>,
+}
+
+/// Where a state goes, and its place in a set.
+pub struct StateTo {
+    pub location: Location,
+    pub part: Option<Part>,
 }
 
 /// `-o` and other locations, parsed once: a path, `-`, or s3://bucket/key.
@@ -95,6 +106,17 @@ impl OutputArgs {
     /// Where the report goes: -o, else stdout.
     pub fn destination(&self) -> Location {
         self.output.clone().unwrap_or(Location::Std)
+    }
+
+    /// The state to write when the format is `state`; --part with another format is an error.
+    pub fn state_to(&self, format: OutputFormat) -> Result<Option<StateTo>> {
+        if format != OutputFormat::State {
+            if self.part.is_some() {
+                return Err(UsageError("--part numbers a state: it needs --format state".into()).into());
+            }
+            return Ok(None);
+        }
+        Ok(Some(StateTo { location: self.destination(), part: self.part }))
     }
 }
 
@@ -202,7 +224,7 @@ impl Prepared {
     /// Reads the inputs: dumps alone straight into the accumulator `make` builds, in parallel;
     /// with states among the inputs, or a state to write (`state_to`), everything into one
     /// partial. A state asked for is written here, and there is nothing more to do (None).
-    pub fn load<A, F>(self, make: F, state_to: Option<&Location>) -> Result<Option<Loaded<A>>>
+    pub fn load<A, F>(self, make: F, state_to: Option<&StateTo>) -> Result<Option<Loaded<A>>>
     where
         A: Accumulator,
         F: Fn() -> A + Sync,
@@ -213,9 +235,9 @@ impl Prepared {
             (Read::Dumps(acc), tally.rejected)
         } else {
             let partial = self.partial(state_to.is_some())?;
-            if let Some(destination) = state_to {
-                let bytes = state::write(&Rules::of(&self.profile), &self.layout, &partial)?;
-                self.storage.write(destination, &bytes)?;
+            if let Some(to) = state_to {
+                let bytes = state::write(&Rules::of(&self.profile), &self.layout, &partial, to.part)?;
+                self.storage.write(&to.location, &bytes)?;
                 return Ok(None);
             }
             let rejected = partial.rejected();

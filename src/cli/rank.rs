@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let (Some(_), Some(state)) = (&args.explain, prepared.states.first()) {
         return Err(UsageError(format!("--explain: {} is a partial state, which keeps counts, not messages: give the dumps", state.display)).into());
     }
-    let state_to = (format == OutputFormat::State).then(|| args.output.destination());
+    let state_to = args.output.state_to(format)?;
     let make = || (SignatureGroups::default(), html.then(|| TrendGroups::new(Every::Hour)));
     let Some(Loaded { storage, profile, layout, read, rejected }) = prepared.load(make, state_to.as_ref())? else {
         return Ok(ExitCode::SUCCESS);

@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let writes = [OutputFormat::Table, OutputFormat::Json, OutputFormat::Csv, OutputFormat::Markdown, OutputFormat::State];
     let format = args.output.format("trend", &writes)?;
     let every = args.every;
-    let state_to = (format == OutputFormat::State).then(|| args.output.destination());
+    let state_to = args.output.state_to(format)?;
     let prepared = args.input.prepare(Window::default())?;
     let Some(Loaded { storage, profile, layout, read, .. }) = prepared.load(|| TrendGroups::new(every), state_to.as_ref())? else {
         return Ok(ExitCode::SUCCESS);

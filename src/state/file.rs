@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{InputRecord, Partial, Rules, State, FORMAT};
+use super::{InputRecord, Part, Partial, Rules, State, FORMAT};
 use crate::analyze::periods::HOUR;
 use crate::analyze::summary::Summary;
 use crate::analyze::GroupStats;
@@ -30,6 +30,9 @@ struct Header {
     rejected: u64,
     inputs: Vec<InputRecord>,
     rejects: Vec<Reject>,
+    /// Its place in a set written to be merged whole (`--part I/N`), if it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    part: Option<Part>,
     /// How many signature lines follow.
     signatures: u64,
     /// SHA-256 of this header line written with `sha256` empty, then every signature line
@@ -50,7 +53,7 @@ struct SignatureLine {
 
 /// The state of `partial`: signatures in byte order of their values, so equal partials give
 /// equal bytes.
-pub fn write(rules: &Rules, layout: &Layout, partial: &Partial) -> Result<Vec<u8>> {
+pub fn write(rules: &Rules, layout: &Layout, partial: &Partial, part: Option<Part>) -> Result<Vec<u8>> {
     let mut body = Vec::new();
     for (values, hours) in &partial.summary.signatures {
         let line = SignatureLine {
@@ -71,6 +74,7 @@ pub fn write(rules: &Rules, layout: &Layout, partial: &Partial) -> Result<Vec<u8
         rejected: partial.rejected(),
         inputs: partial.inputs.clone(),
         rejects: partial.rejects.clone(),
+        part,
         signatures: partial.summary.signatures.len() as u64,
         sha256: String::new(),
     };
@@ -131,8 +135,11 @@ pub fn read(bytes: &[u8], name: &str) -> Result<Vec<State>> {
         if partial.rejected() != header.rejected {
             bail!("{name}:{at}: rejected {} is not the sum over its inputs ({})", header.rejected, partial.rejected());
         }
+        if let Some(part) = header.part {
+            part.check().map_err(|e| anyhow::anyhow!("{name}:{at}: {e}"))?;
+        }
         let rules = Rules { profile: header.profile, signature_fields: header.signature_fields, rules: header.rules };
-        states.push(State { origin: format!("{name}:{at}"), rules, partial });
+        states.push(State { origin: format!("{name}:{at}"), rules, partial, part: header.part });
     }
     match states.len() {
         0 => bail!("{name}: empty: not a dlqf state"),
@@ -198,7 +205,7 @@ mod tests {
     #[test]
     fn a_written_state_reads_back_equal_and_concatenated_states_read_apart() {
         let (rules, layout, partial) = sample();
-        let bytes = write(&rules, &layout, &partial).unwrap();
+        let bytes = write(&rules, &layout, &partial, None).unwrap();
         let states = read(&bytes, "a.state").unwrap();
         assert_eq!(states.len(), 1);
         assert_eq!((states[0].origin.as_str(), &states[0].rules, &states[0].partial), ("a.state", &rules, &partial));
@@ -211,7 +218,7 @@ mod tests {
     #[test]
     fn every_truncation_and_byte_change_is_refused() {
         let (rules, layout, partial) = sample();
-        let bytes = write(&rules, &layout, &partial).unwrap();
+        let bytes = write(&rules, &layout, &partial, None).unwrap();
         for cut in 0..bytes.len() {
             assert!(read(&bytes[..cut], "s").is_err(), "truncated at {cut} accepted");
         }

@@ -18,6 +18,7 @@ pub fn gather(scan: &Scan, profile: &Profile, dumps: &[Input], states: &[Input])
     }
     let mut records: Vec<InputRecord> = dumps.iter().map(input_record).collect();
     check_mergeable(&read_states, &rules, &records)?;
+    super::check_parts(&read_states)?;
 
     let (hourly, tally) = scan.fold(dumps, HourlyGroups::default)?;
     records.iter_mut().zip(&tally.rejected_by_input).for_each(|(r, &n)| r.rejected = n);

@@ -127,6 +127,62 @@ pub struct State {
     pub origin: String,
     pub rules: Rules,
     pub partial: Partial,
+    /// Its place in a set of states written to be merged whole (`--part I/N`).
+    pub part: Option<Part>,
+}
+
+/// A state's place in a set written to be merged whole: part `index` (from 1) of `of`. A set
+/// read with a part missing (a file cut between two states, a job that failed) is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    pub index: u64,
+    pub of: u64,
+}
+
+impl Part {
+    /// `I/N`, 1 <= I <= N.
+    pub fn parse(text: &str) -> Result<Part, String> {
+        let bad = || format!("`{text}`: expected I/N, the part's number from 1 and how many parts the set has");
+        let (index, of) = text.split_once('/').ok_or_else(bad)?;
+        let part = Part { index: index.trim().parse().map_err(|_| bad())?, of: of.trim().parse().map_err(|_| bad())? };
+        part.check().map(|_| part)
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        if self.index == 0 || self.index > self.of {
+            return Err(format!("part {}/{}: a part's number runs from 1 to the number of parts", self.index, self.of));
+        }
+        Ok(())
+    }
+}
+
+/// Refuses parts that do not make one whole set: every state read that names a part must be
+/// of the same set size N, and parts 1 to N must each be there once.
+pub fn check_parts(states: &[State]) -> Result<()> {
+    let parted: Vec<(&State, Part)> = states.iter().filter_map(|s| s.part.map(|p| (s, p))).collect();
+    let Some(&(first, set)) = parted.first() else { return Ok(()) };
+    let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
+    for &(state, part) in &parted {
+        if part.of != set.of {
+            bail!("{} is part {} of {}, but {} is part {} of {}: states of one set name the same number of parts", first.origin, set.index, set.of, state.origin, part.index, part.of);
+        }
+        if let Some(other) = seen.insert(part.index, &state.origin) {
+            bail!("part {} of {} is read twice, from {other} and {}", part.index, part.of, state.origin);
+        }
+    }
+    let missing: Vec<String> = (1..=set.of).filter(|i| !seen.contains_key(i)).take(10).map(|i| i.to_string()).collect();
+    if !missing.is_empty() {
+        bail!(
+            "the states are {} of a set of {}: part{} {} {} missing (a file cut between two states, or a part that was never written?)",
+            seen.len(),
+            set.of,
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", "),
+            if missing.len() > 1 { "are" } else { "is" }
+        );
+    }
+    Ok(())
 }
 
 /// Refuses states that cannot merge with each other and with this run's own `dumps`: one made
