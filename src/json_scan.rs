@@ -109,8 +109,8 @@ pub fn needs_escape(text: &[u8]) -> bool {
 /// names and ids: they are checked in a few words, the last one overlapping, with no byte loop.
 pub fn needs_escape_with(text: &[u8], kernel: Kernel) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Avx2 && text.len() >= 32 {
-        // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2.
+    if kernel == Kernel::Avx2 && text.len() >= 32 && kernel.runs_here() {
+        // SAFETY: the CPU has AVX2 (checked: this function is public and safe).
         return unsafe { avx2::any_escape(text) };
     }
     let _ = kernel;
@@ -186,8 +186,11 @@ fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
 /// Where the string whose body goes on at `pos` of `s` has its closing quote, its escapes
 /// checked but not decoded (its bytes are not checked as UTF-8); or why it is not a JSON
 /// string and where the parser stands when it says so.
+///
+/// # Safety
+/// `kernel` must run on this CPU (`Kernel::runs_here`): it is not checked here, on the hot path.
 #[inline]
-pub(crate) fn string_end(s: &[u8], mut pos: usize, kernel: Kernel) -> Result<usize, (&'static str, usize)> {
+pub(crate) unsafe fn string_end(s: &[u8], mut pos: usize, kernel: Kernel) -> Result<usize, (&'static str, usize)> {
     loop {
         pos = string_stop(s, pos, kernel);
         match *s.get(pos).ok_or(("EOF while parsing a string", pos))? {
@@ -343,14 +346,15 @@ pub(crate) mod avx2 {
         same & keep == keep
     }
 
-    /// Whether `s` (at least 32 bytes) holds a byte JSON escapes: 32 bytes at a time, the last
-    /// block overlapping.
+    /// Whether `s` (at least 32 bytes, asserted) holds a byte JSON escapes: 32 bytes at a
+    /// time, the last block overlapping.
     ///
     /// # Safety
     /// The CPU must have AVX2.
     #[target_feature(enable = "avx2")]
     pub unsafe fn any_escape(s: &[u8]) -> bool {
-        debug_assert!(s.len() >= 32);
+        // In release builds too: the blocks below read 32 bytes from `s.len() - 32`.
+        assert!(s.len() >= 32);
         let last = s.len() - 32;
         let mut at = 0;
         loop {
@@ -752,7 +756,8 @@ impl<'a> Parser<'a> {
 
     /// Validates and skips the rest of a string whose opening quote is behind.
     pub fn skip_string_body(&mut self) -> Result<(), String> {
-        match string_end(self.s, self.pos, self.kernel) {
+        // SAFETY: a parser's kernel was checked to run here when the parser was made.
+        match unsafe { string_end(self.s, self.pos, self.kernel) } {
             Ok(quote) => {
                 self.pos = quote + 1;
                 Ok(())

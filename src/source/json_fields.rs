@@ -55,6 +55,8 @@ impl<'n> FieldPicker<'n> {
 
     /// A picker whose parser scans strings with `kernel` (one of `Kernel::available()`).
     pub fn with_kernel(tree: &'n FieldTree, kernel: Kernel) -> FieldPicker<'n> {
+        // Its shapes run the kernel's code: a kernel this CPU lacks is refused here, once.
+        assert!(kernel.runs_here(), "the {kernel:?} kernel does not run on this CPU");
         FieldPicker { tree, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, cells_of_first: false, kernel }
     }
 

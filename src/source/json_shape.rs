@@ -301,7 +301,8 @@ fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a
 fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<(Option<Cow<'_, str>>, usize)> {
     use crate::json_scan::{string_end, Kernel};
     // Only the AVX2 kernel reads lines raw.
-    let end = string_end(chunk, escape, Kernel::Avx2).ok()?;
+    // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2.
+    let end = unsafe { string_end(chunk, escape, Kernel::Avx2) }.ok()?;
     // With its closing quote, which the parser reads past. Often ASCII: escapes are.
     let bytes = &chunk[from..=end];
     let text = if bytes.is_ascii() {
