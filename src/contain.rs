@@ -1,6 +1,6 @@
-//! Panics inside a dependency on hostile bytes, turned into an error naming the input. Parquet
-//! files go to polars' reader when dlqf's own page reader gives up; a file crafted or damaged
-//! past what polars checks can make it panic, and that must fail the input, not the process.
+//! Panics inside a dependency on hostile bytes, turned into an error naming the input (Parquet
+//! files go to polars' reader when dlqf's own page reader gives up, and a damaged one can make
+//! it panic), and a mapped input truncated under the run, turned into a clean exit.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +24,28 @@ pub fn install_hook() {
             default(info);
         }
     }));
+}
+
+/// Makes SIGBUS a clean error: inputs are memory-mapped, and a file another process truncates
+/// while it is mapped faults on the pages past its new end. No read can go on from there, so
+/// the handler says what happened and exits 1 (outputs are written aside and renamed into
+/// place, so none is left half written under its name).
+pub fn sigbus_is_an_error() {
+    extern "C" fn on_sigbus(_: libc::c_int) {
+        const MESSAGE: &[u8] = b"dlqf: an input file shrank while it was read (another process truncated or rewrote it): nothing was written; run again on a stable copy\n";
+        // SAFETY: write(2) and _exit(2) are async-signal-safe, and the message is static.
+        unsafe {
+            libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+            libc::_exit(1);
+        }
+    }
+    // SAFETY: a handler that only calls async-signal-safe functions, installed once at start.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigbus as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+    }
 }
 
 /// Runs `work`; a panic inside it comes back as Err with its message.

@@ -10,6 +10,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     hold_freed_memory();
     dlqf::contain::install_hook();
+    dlqf::contain::sigbus_is_an_error();
     match cli::run() {
         Ok(code) => code,
         Err(err) => {
