@@ -80,12 +80,14 @@ impl Buffer {
 fn copy_past_cache(dst: &mut [u8], src: &[u8]) {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
     const LINE: usize = 64;
+    // The stores below read `src` as far as `dst` goes.
+    assert_eq!(dst.len(), src.len());
     let head = dst.as_ptr().align_offset(LINE).min(dst.len());
     let lines = (dst.len() - head) / LINE * LINE;
     dst[..head].copy_from_slice(&src[..head]);
     // SAFETY: SSE2 is part of x86-64. `head..head + lines` lies inside both slices (of equal
-    // length: `copy_from_slice` above checked) and starts on a line of `dst`, so every store is
-    // to 16 aligned bytes it owns.
+    // length, asserted above) and starts on a line of `dst`, so every store is to 16 aligned
+    // bytes it owns.
     unsafe {
         let (to, from) = (dst.as_mut_ptr().add(head), src.as_ptr().add(head));
         for line in (0..lines).step_by(LINE) {
