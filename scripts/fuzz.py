@@ -6,8 +6,8 @@ usage: fuzz.py --dlqf BIN [--seconds N] [--seed S] [--out DIR] [--limit-gib G] [
 
 Seeds are made by dlqf itself (gen, plan, rank --format state): JSON-lines and Parquet dumps, a
 manifest and a state. Each mutant is a byte-level change (bit flips, truncation, a spliced
-chunk, a number replaced by an extreme one, a large varint over a Parquet footer) or a
-JSON-level one (a value replaced by an extreme,
+chunk, a number replaced by an extreme one, a large varint over a Parquet footer or into a
+page header) or a JSON-level one (a value replaced by an extreme,
 odd or wrongly typed one, a duplicated key); manifest and state mutants are re-sealed half of
 the time, so they reach the code behind the seal. Each command runs with a time limit and a cap
 on address space. A case is a finding when dlqf panics (exit 101), dies of a signal (an abort,
@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import subprocess
@@ -179,9 +180,35 @@ def mutate_footer(data, rng):
     return bytes(out[:len(data) - 8]) + data[-8:]
 
 
+def large_varint(rng):
+    value = rng.choice([2**31 - 1, 2**31, 2**33, 2**40, 10**12, 2**62]) << 1
+    varint = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        varint.append(byte | (0x80 if value else 0))
+        if not value:
+            break
+    return bytes(varint)
+
+
+def mutate_page_header(data, rng):
+    """A large varint written into a Parquet page header: each starts with its type (Thrift
+    compact: 0x15, then 0 data, 4 dictionary or 6 data v2) and its sizes (0x15 again)."""
+    starts = [m.start() for m in re.finditer(rb"\x15[\x00\x04\x06]\x15", data)]
+    if not starts:
+        return data
+    at = rng.choice(starts) + rng.randrange(2, 24)
+    varint = large_varint(rng)
+    out = bytearray(data)
+    out[at:at + len(varint)] = varint
+    return bytes(out)
+
+
 def mutate(kind, data, rng):
-    if kind == "parquet" and rng.random() < 0.4:
+    if kind == "parquet" and rng.random() < 0.25:
         return mutate_footer(data, rng), False
+    if kind == "parquet" and rng.random() < 0.3:
+        return mutate_page_header(data, rng), False
     if kind in ("jsonl", "manifest", "state") and rng.random() < 0.6:
         lines = data.split(b"\n")
         for _ in range(5):
