@@ -109,8 +109,10 @@ impl LateTexts {
         };
         let start = values.starts[i - page.first_row] as usize;
         Some(match &self.dictionary {
-            Some((dictionary, _)) if values.bytes.is_empty() => value_at(&dictionary.buffer, start),
-            _ => value_at(&values.bytes, start),
+            // SAFETY: the starts were found by `plain_starts` in the buffer each is read from:
+            // the dictionary's when a page holds codes (its bytes empty), else the page's own.
+            Some((dictionary, _)) if values.bytes.is_empty() => unsafe { value_at(&dictionary.buffer, start) },
+            _ => unsafe { value_at(&values.bytes, start) },
         })
     }
 

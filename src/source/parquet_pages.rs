@@ -143,7 +143,8 @@ impl Texts {
     /// Row `i`'s value, or None when null.
     pub fn get(&self, i: usize) -> Option<&str> {
         let start = self.starts[i];
-        (start != NULL).then(|| value_at(&self.bytes, start as usize))
+        // SAFETY: `starts` were found by `plain_starts` in `bytes` (`Texts::read`).
+        (start != NULL).then(|| unsafe { value_at(&self.bytes, start as usize) })
     }
 
     /// Whether row `i` has a value.
@@ -162,7 +163,8 @@ impl TextTimes {
         let parse = |(dates, unreadable): &mut (DateCache, Vec<Box<str>>), page: &[u8], count: usize| {
             let (starts, _) = plain_starts(page, count, 0)?;
             let time = |start: u32| {
-                let text = value_at(page, start as usize);
+                // SAFETY: `start` was found by `plain_starts` in this `page` just above.
+                let text = unsafe { value_at(page, start as usize) };
                 match dates.parse(text) {
                     Some(time) => {
                         debug_assert!(time >= READABLE, "a four-digit year");
@@ -417,10 +419,13 @@ fn append_plain(bytes: &mut Vec<u8>, page: &[u8], count: usize) -> Option<Vec<u3
 }
 
 /// The value a PLAIN byte array's `start` (as `plain_starts` gives it) begins in `bytes`.
-pub(super) fn value_at(bytes: &[u8], start: usize) -> &str {
+///
+/// # Safety
+/// `start` must be one `plain_starts` found in these very `bytes` (which it checked as UTF-8).
+pub(super) unsafe fn value_at(bytes: &[u8], start: usize) -> &str {
     let len = u32::from_le_bytes(bytes[start - 4..start].try_into().expect("4 bytes")) as usize;
     let value = &bytes[start..start + len];
-    // Safety: `plain_starts` checked that every value it found is valid UTF-8.
+    // SAFETY: by the caller's promise, `plain_starts` checked this value is valid UTF-8.
     unsafe { std::str::from_utf8_unchecked(value) }
 }
 
