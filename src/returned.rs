@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::analyze::rank::share;
-use crate::execute::message::{match_digest, resolve};
+use crate::execute::message::Message;
 use crate::manifest::{Entry, Origin};
 use crate::path::FieldExpr;
 use crate::signature::Signature;
@@ -28,7 +28,7 @@ pub const RULE: &str = "a later record came back from this replay when its dlqf-
 pub struct ReplayedMessage {
     pub key: String,
     pub signature: Signature,
-    /// `execute::message::match_digest` of its origin key and payload.
+    /// `Message::match_digest` of its origin key and payload.
     pub digest: Option<String>,
 }
 
@@ -72,7 +72,7 @@ impl Matcher {
         if entry.decision != crate::manifest::Decision::Replay {
             return None;
         }
-        let digest = resolve(&entry, origin).ok().and_then(|r| match_digest(&r));
+        let digest = Message::of(&entry, origin).ok().and_then(|m| m.match_digest());
         Some(ReplayedMessage { key: entry.key, signature: entry.signature, digest })
     }
 
@@ -92,9 +92,9 @@ impl Matcher {
     /// One record of a later dump, as `plan` reads it (signature and resolved origin).
     pub fn see(&mut self, record: &Entry, origin: &Origin) {
         self.records += 1;
-        let resolved = resolve(record, origin).ok();
-        let header = resolved.as_ref().and_then(|r| {
-            r.headers.iter().find(|(name, _)| name.eq_ignore_ascii_case(KEY_HEADER)).and_then(|(_, v)| v.clone())
+        let message = Message::of(record, origin).ok();
+        let header = message.as_ref().and_then(|m| {
+            m.headers.iter().find(|(name, _)| name.eq_ignore_ascii_case(KEY_HEADER)).and_then(|(_, v)| v.clone())
         });
         let header = header.or_else(|| self.key_paths.value_in(&record.record, &[]).ok().flatten().map(|d| d.into_bytes()));
         let matched: Vec<(usize, How)> = match header {
@@ -102,9 +102,9 @@ impl Matcher {
                 let key = String::from_utf8_lossy(&key).trim().to_string();
                 self.by_key.get(&key).map(|&i| vec![(i, How::Header)]).unwrap_or_default()
             }
-            None => resolved
+            None => message
                 .as_ref()
-                .and_then(match_digest)
+                .and_then(Message::match_digest)
                 .and_then(|d| self.by_digest.get(&d))
                 .map(|found| found.iter().map(|&i| (i, How::Digest)).collect())
                 .unwrap_or_default(),

@@ -22,18 +22,56 @@ pub struct Message<'a> {
     pub origin_key: Option<Vec<u8>>,
     /// The message's headers, names and value bytes (None: null), in the record's order.
     pub headers: Vec<(String, Option<Vec<u8>>)>,
+    /// The payload is the whole record: the profile names no payload field.
+    pub whole_record: bool,
 }
 
 impl<'a> Message<'a> {
     /// The message of an entry: its resolved origin, else the record's origin fields.
     pub fn of(entry: &'a Entry, origin: &Origin) -> Result<Message<'a>, String> {
-        let resolved = resolve(entry, origin)?;
+        let resolved = match &entry.origin {
+            Some(value) => Resolved::from_json(value)?,
+            None => from_record(&entry.record, origin),
+        };
+        let whole_record = resolved.value == Payload::Record;
         let payload = match resolved.value {
             Payload::Record => Some(serde_json::to_vec(&entry.record).expect("records serialise")),
             Payload::Null => None,
             Payload::Bytes(bytes) => Some(bytes),
         };
-        Ok(Message { key: &entry.key, id: &entry.id, record: &entry.record, payload, topic: resolved.topic, origin_key: resolved.key, headers: resolved.headers })
+        Ok(Message { key: &entry.key, id: &entry.id, record: &entry.record, payload, topic: resolved.topic, origin_key: resolved.key, headers: resolved.headers, whole_record })
+    }
+
+    /// What `dlqf returned` knows a replayed message by when no header carries its key: 32 hex
+    /// digits of SHA-256 over the origin key and the payload (each marked present or null, the
+    /// key length-prefixed; a JSON object or array payload in a canonical form, keys sorted and
+    /// no spaces, since a consumer that dead-letters it again may write it anew). None when the
+    /// payload is the whole record, which a dead-letter queue rewrites each time.
+    pub fn match_digest(&self) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        if self.whole_record {
+            return None;
+        }
+        let mut hash = Sha256::new();
+        match &self.origin_key {
+            Some(key) => {
+                hash.update([1]);
+                hash.update((key.len() as u64).to_be_bytes());
+                hash.update(key);
+            }
+            None => hash.update([0]),
+        }
+        match &self.payload {
+            None => hash.update([0]),
+            Some(bytes) => {
+                hash.update([1]);
+                match canonical_json(bytes) {
+                    Some(canonical) => hash.update(canonical),
+                    None => hash.update(bytes),
+                }
+            }
+        }
+        Some(crate::manifest::hex(&hash.finalize()[..16]))
     }
 
     /// The payload as a request or process body: empty for a null value.
@@ -65,44 +103,6 @@ impl<'a> Message<'a> {
                 .collect(),
         )
     }
-}
-
-/// What an entry's origin resolves to: as planned, else the record's origin fields.
-pub fn resolve(entry: &Entry, origin: &Origin) -> Result<Resolved, String> {
-    match &entry.origin {
-        Some(value) => Resolved::from_json(value),
-        None => Ok(from_record(&entry.record, origin)),
-    }
-}
-
-/// What `dlqf returned` knows a replayed message by when no header carries its key: 32 hex
-/// digits of SHA-256 over the origin key and the payload (each marked present or null, the
-/// key length-prefixed; a JSON object or array payload in a canonical form, keys sorted and
-/// no spaces, since a consumer that dead-letters it again may write it anew). None when the
-/// payload is the whole record, which a dead-letter queue rewrites each time.
-pub fn match_digest(resolved: &Resolved) -> Option<String> {
-    use sha2::{Digest, Sha256};
-    let mut hash = Sha256::new();
-    match &resolved.key {
-        Some(key) => {
-            hash.update([1]);
-            hash.update((key.len() as u64).to_be_bytes());
-            hash.update(key);
-        }
-        None => hash.update([0]),
-    }
-    match &resolved.value {
-        Payload::Record => return None,
-        Payload::Null => hash.update([0]),
-        Payload::Bytes(bytes) => {
-            hash.update([1]);
-            match canonical_json(bytes) {
-                Some(canonical) => hash.update(canonical),
-                None => hash.update(bytes),
-            }
-        }
-    }
-    Some(crate::manifest::hex(&hash.finalize()[..16]))
 }
 
 /// A JSON object or array with its keys sorted at every level, written without spaces.
@@ -192,12 +192,16 @@ mod tests {
 
     #[test]
     fn the_match_digest_reads_json_payloads_in_any_key_order_and_spacing() {
-        let digest = |key: Option<&str>, value: &str| match_digest(&Resolved { key: key.map(|k| k.as_bytes().to_vec()), value: Payload::Bytes(value.as_bytes().to_vec()), ..Resolved::default() });
+        let digest = |key: Option<&str>, value: &str| {
+            let e = entry(serde_json::json!({}), Some(serde_json::json!({"key": key, "value": value})));
+            Message::of(&e, &Origin::default()).unwrap().match_digest()
+        };
         assert_eq!(digest(Some("k"), r#"{"b": [1, {"d": 2, "c": 3}], "a": "x"}"#), digest(Some("k"), r#"{"a":"x","b":[1,{"c":3,"d":2}]}"#));
         assert_ne!(digest(Some("k"), r#"{"a":1}"#), digest(Some("k2"), r#"{"a":1}"#), "the key counts");
         assert_ne!(digest(None, r#"{"a":1}"#), digest(Some(""), r#"{"a":1}"#), "a null key is not an empty one");
         assert_ne!(digest(Some("k"), "a b"), digest(Some("k"), "a  b"), "text is taken byte for byte");
-        assert_eq!(match_digest(&Resolved { value: Payload::Record, ..Resolved::default() }), None);
+        let whole = entry(serde_json::json!({"a": 1}), Some(serde_json::json!({"key": "k"})));
+        assert_eq!(Message::of(&whole, &Origin::default()).unwrap().match_digest(), None);
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl Sink for TargetSink {
                 topic: None,
                 origin_key: Some(key.as_bytes().to_vec()),
                 headers: Vec::new(),
+                whole_record: true,
             };
             match self.0.send(&message).await {
                 Delivery::Delivered | Delivery::AlreadyDone => Ok(()),

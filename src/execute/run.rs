@@ -304,8 +304,7 @@ impl Shared<'_> {
             Delivery::Delivered | Delivery::AlreadyDone => {
                 ledger.finish(key, Finish::Done).await?;
                 if delivery == Delivery::Delivered {
-                    let digest = super::message::resolve(entry, &self.origin).ok().and_then(|r| super::message::match_digest(&r));
-                    self.replayed.lock().unwrap().push((key.to_string(), entry.id.clone(), entry.signature.clone(), digest));
+                    self.replayed.lock().unwrap().push((key.to_string(), entry.id.clone(), entry.signature.clone(), message.match_digest()));
                 }
                 self.answered.fetch_add(1, Ordering::SeqCst);
                 self.record(Failure::None).await;
