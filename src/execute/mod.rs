@@ -97,7 +97,7 @@ pub struct ReplayedList {
 }
 
 /// A delivered entry as `dlqf returned` matches it: by its key in a `dlqf-idempotency-key`
-/// header, else by `message::match_digest` of its origin key and payload.
+/// header, else by `Message::match_digest` of its origin key and payload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayedEntry {
     pub key: String,
@@ -113,13 +113,13 @@ impl ReplayedList {
     pub fn of(profile: String, mut delivered: Vec<(String, String, crate::signature::Signature, Option<String>)>) -> ReplayedList {
         delivered.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
         let values = |s: &crate::signature::Signature| s.values().map(str::to_string).collect::<Vec<_>>();
-        let mut signatures: Vec<crate::signature::Signature> = Vec::new();
         let mut seen = std::collections::BTreeMap::new();
         for (_, _, signature, _) in &delivered {
             seen.entry(values(signature)).or_insert_with(|| signature.clone());
         }
-        let place: std::collections::BTreeMap<Vec<String>, usize> = seen.keys().cloned().enumerate().map(|(i, v)| (v, i)).collect();
-        signatures.extend(seen.into_values());
+        // Signatures in the order of their values, each entry naming its place among them.
+        let (place, signatures): (std::collections::BTreeMap<Vec<String>, usize>, Vec<_>) =
+            seen.into_iter().enumerate().map(|(i, (values, signature))| ((values, i), signature)).unzip();
         let entries = delivered.into_iter().map(|(key, id, signature, digest)| ReplayedEntry { key, id, signature: place[&values(&signature)], digest }).collect();
         ReplayedList { profile, signatures, entries }
     }
