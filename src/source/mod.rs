@@ -538,15 +538,13 @@ impl Scan<'_> {
                 Ok(decoder.tally)
             }
             // polars' arrays from a file it could not fully check may panic when read: that is
-            // the row group's corruption, named, never a crash (`contain`).
+            // the row group's corruption, named, never a crash (`contain`; loading is contained
+            // in `load` itself).
             (Pieces::Groups(source, _), Piece::Group(group)) => {
                 let roots = self.layout.roots();
                 let columns = (!records && !self.layout.needs_record()).then_some(roots.as_slice());
-                crate::contain::contained(|| {
-                    let df = source.load(group, columns)?;
-                    parquet::decode(&rows, &df, records, accept)
-                })
-                .unwrap_or_else(|panic| Err(source.corrupt_group(group, &panic)))
+                let df = source.load(group, columns)?;
+                crate::contain::contained(|| parquet::decode(&rows, &df, records, accept)).unwrap_or_else(|panic| Err(source.corrupt_group(group, &panic)))
             }
             (Pieces::Groups(..) | Pieces::Frame(_), Piece::Slice(slice)) => {
                 let frame = slice.group.slice(slice.offset as i64, slice.rows);
