@@ -158,6 +158,18 @@ def mutate_bytes(data, rng):
     return bytes(data)
 
 
+def large_varint(rng):
+    """A zigzag varint (Thrift compact) of a size or count no real file has."""
+    value = rng.choice([2**31 - 1, 2**31, 2**33, 2**40, 10**12, 2**62]) << 1
+    varint = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        varint.append(byte | (0x80 if value else 0))
+        if not value:
+            break
+    return bytes(varint)
+
+
 def mutate_footer(data, rng):
     """A large zigzag varint written over a Parquet file's Thrift footer (its sizes, counts and
     offsets are varints): what a damaged or crafted footer claims."""
@@ -167,28 +179,11 @@ def mutate_footer(data, rng):
     start = max(4, len(data) - 8 - length)
     if start >= len(data) - 8:
         return data
-    value = rng.choice([2**31, 2**33, 2**40, 10**12, 2**62]) << 1
-    varint = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        varint.append(byte | (0x80 if value else 0))
-        if not value:
-            break
+    varint = large_varint(rng)
     at = rng.randrange(start, len(data) - 8)
     out = bytearray(data)
     out[at:at + len(varint)] = varint
     return bytes(out[:len(data) - 8]) + data[-8:]
-
-
-def large_varint(rng):
-    value = rng.choice([2**31 - 1, 2**31, 2**33, 2**40, 10**12, 2**62]) << 1
-    varint = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        varint.append(byte | (0x80 if value else 0))
-        if not value:
-            break
-    return bytes(varint)
 
 
 def mutate_page_header(data, rng):
