@@ -69,18 +69,24 @@ def main():
     partitions = args.partitions or context.defaultParallelism
     name = args.dlqf
 
-    def summarise(paths):
+    tasks = min(partitions, len(inputs))
+
+    def summarise(index, paths):
         paths = list(paths)
         if not paths:
             return
-        command = [binary(name), "rank", *options, "--no-progress", "--format", "state", "-o", "-", *paths]
+        # Each task's state names its place, so the merge refuses a set with a task missing.
+        part = f"{index + 1}/{tasks}"
+        command = [binary(name), "rank", *options, "--no-progress", "--format", "state", "--part", part,
+                   "-o", "-", *paths]
         run = subprocess.run(command, capture_output=True, text=True)
         if run.returncode != 0:
             raise RuntimeError(f"dlqf failed on {len(paths)} dumps ({paths[0]} …): {run.stderr.strip()}")
         yield from run.stdout.splitlines(keepends=True)
 
     # Each task's state is a run of lines; collect() keeps them together, in partition order.
-    lines = context.parallelize(inputs, min(partitions, len(inputs))).mapPartitions(summarise).collect()
+    # With at least as many dumps as tasks, Spark gives every task one dump or more.
+    lines = context.parallelize(inputs, tasks).mapPartitionsWithIndex(summarise).collect()
     with tempfile.TemporaryDirectory() as scratch:
         states = os.path.join(scratch, "tasks.state")
         with open(states, "w", encoding="utf-8") as f:
