@@ -7,7 +7,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use polars::prelude::{Column, DataFrame, IntoColumn, IntoSeries, NamedFrom, ParquetReader, PlSmallStr, SerReader, Series, StructChunked};
+use polars::prelude::{Column, DataFrame, IntoColumn, IntoSeries, NamedFrom, PlSmallStr, Series, StructChunked};
 
 use super::Input;
 use crate::path::Step;
@@ -58,7 +58,9 @@ fn coordinates(name: &str) -> Option<(String, i64, i64)> {
     let (rest, offset_and_ext) = file.rsplit_once('+')?;
     let offset = &offset_and_ext[..offset_and_ext.find('.').unwrap_or(offset_and_ext.len())];
     let (topic, partition) = rest.rsplit_once('+')?;
-    Some((topic.to_string(), partition.parse().ok()?, offset.parse().ok()?))
+    // Room left above the offset for any chunk's records: no record's offset can wrap.
+    let offset = offset.parse::<i64>().ok().filter(|o| (0..=i64::MAX >> 1).contains(o))?;
+    Some((topic.to_string(), partition.parse().ok()?, offset))
 }
 
 /// Attaches every `.keys`/`.headers` input whose values file is an input too to that values
@@ -176,8 +178,7 @@ pub fn json_lines(storage: &Storage, input: &Input) -> Result<Vec<u8>> {
 /// struct) and `headers` (the headers file's `headers` column).
 pub fn parquet_frame(storage: &Storage, input: &Input) -> Result<Arc<DataFrame>> {
     let read = |location: &Location, display: &str| -> Result<DataFrame> {
-        let bytes = read_all(storage, location, display)?;
-        ParquetReader::new(std::io::Cursor::new(bytes)).finish().with_context(|| format!("{display}: not a readable Parquet file"))
+        super::parquet::read_whole(read_all(storage, location, display)?.into(), display)
     };
     let values = read(&input.location, &input.display)?;
     let rows = values.height();

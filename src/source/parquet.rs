@@ -17,6 +17,7 @@ use polars::prelude::{
 };
 
 use polars_buffer::Buffer;
+use polars_parquet::parquet::metadata::ColumnChunkMetadata;
 
 use super::parquet_fold::{PageColumns, Times};
 use super::parquet_late::{Ids, LateTexts};
@@ -113,7 +114,7 @@ impl<'s> ParquetSource<'s> {
             .enumerate()
             .map(|(index, rg)| {
                 let group = Group { index, offset, rows: rg.num_rows(), bytes: rg.compressed_size() as u64 };
-                offset += rg.num_rows();
+                offset = offset.saturating_add(rg.num_rows());
                 group
             })
             .collect()
@@ -136,18 +137,41 @@ impl<'s> ParquetSource<'s> {
 
     /// The bytes of a row group's `columns` (or all), held while its parts are loaded: a
     /// remote group's column chunks are fetched once, not once a part; a local file is mapped.
+    /// Every page header of those chunks is checked first (`parquet_check::check_pages`):
+    /// polars' reader allocates what they claim.
     pub fn hold(&self, group: Group, columns: Option<&[String]>) -> Result<Held> {
-        Ok(match &self.read {
-            Read::Local(path) => Held::Local(File::open(path).with_context(|| format!("{}: cannot open", self.display))?),
+        let rg = &self.metadata.row_groups[group.index];
+        let chunks: Vec<&ColumnChunkMetadata> = match self.present(group, columns) {
+            Some(names) => names.iter().flat_map(|n| rg.columns_under_root_iter(n).into_iter().flatten()).collect(),
+            None => rg.parquet_columns().iter().collect(),
+        };
+        let cannot_open = || format!("{}: cannot open", self.display);
+        let (held, mapped) = match &self.read {
+            Read::Local(path) => match map_file(path)? {
+                Some(mapped) => (Held::Local(mapped.file), Some(mapped.map)),
+                None => (Held::Local(File::open(path).with_context(cannot_open)?), None),
+            },
             Read::Remote { storage, location, size } => {
-                let rg = &self.metadata.row_groups[group.index];
-                let ranges: Vec<Range<u64>> = match self.present(group, columns) {
-                    Some(names) => names.iter().flat_map(|n| rg.columns_under_root_iter(n).into_iter().flatten().map(|c| c.byte_range())).collect(),
-                    None => rg.byte_ranges_iter().collect(),
-                };
-                Held::Remote(Sparse::fetch(storage, location, *size, &ranges)?)
+                let ranges: Vec<Range<u64>> = chunks.iter().map(|c| c.byte_range()).collect();
+                (Held::Remote(Sparse::fetch(storage, location, *size, &ranges)?), None)
             }
-        })
+        };
+        let bytes: &[u8] = match (&held, &mapped) {
+            (_, Some(map)) => map,
+            (Held::Remote(file), _) => file.as_ref(),
+            (Held::Local(_), None) => &[],
+        };
+        for chunk in chunks {
+            let range = chunk.byte_range();
+            // The footer check put every chunk within the file.
+            let Some(pages) = bytes.get(range.start as usize..range.end as usize) else { continue };
+            let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
+            if let Err(why) = super::parquet_check::check_pages(pages, chunk.uncompressed_size() as u64, group.rows as u64, repeated) {
+                let column = chunk.descriptor().path_in_schema.join(".");
+                bail!("{}: corrupt row group at row {}, column `{column}`: {why}", self.display, group.offset + 1);
+            }
+        }
+        Ok(held)
     }
 
     /// `rows` of a held row group (or all of them), its `columns` or all.
@@ -252,6 +276,34 @@ impl<'s> ParquetSource<'s> {
     }
 }
 
+/// A whole Parquet file in memory, read as one frame once its footer and every page header
+/// are checked (`parquet_check`), polars' reader contained: for the small files read whole.
+pub(super) fn read_whole(bytes: bytes::Bytes, display: &str) -> Result<DataFrame> {
+    let not_parquet = || format!("{display}: not a readable Parquet file");
+    let metadata = crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes.clone())).get_metadata().map(|m| m.clone()))
+        .map_err(|panic| anyhow::anyhow!("the footer cannot be parsed ({panic})"))?
+        .map_err(anyhow::Error::from)
+        .with_context(not_parquet)?;
+    if let Err(why) = super::parquet_check::check(&metadata, bytes.len() as u64) {
+        bail!("{display}: corrupt Parquet footer: {why}");
+    }
+    let mut offset = 0usize;
+    for rg in &metadata.row_groups {
+        for chunk in rg.parquet_columns() {
+            let range = chunk.byte_range();
+            let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
+            let pages = &bytes[range.start as usize..range.end as usize];
+            if let Err(why) = super::parquet_check::check_pages(pages, chunk.uncompressed_size() as u64, rg.num_rows() as u64, repeated) {
+                bail!("{display}: corrupt row group at row {}, column `{}`: {why}", offset + 1, chunk.descriptor().path_in_schema.join("."));
+            }
+        }
+        offset = offset.saturating_add(rg.num_rows());
+    }
+    crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes)).finish())
+        .map_err(|panic| anyhow::anyhow!("the Parquet reader failed on it ({panic})"))?
+        .with_context(not_parquet)
+}
+
 /// The footer of a remote file, by ranged requests: the end first, then the rest if the
 /// footer is longer.
 fn remote_metadata(storage: &Storage, location: &Location, size: u64) -> Result<Arc<FileMetadata>> {
@@ -260,6 +312,9 @@ fn remote_metadata(storage: &Storage, location: &Location, size: u64) -> Result<
     }
     let first = size.saturating_sub(FIRST_TAIL);
     let tail = storage.read_ranges(location, std::slice::from_ref(&(first..size)))?.remove(0);
+    if (tail.len() as u64) < TAIL {
+        bail!("{} bytes read of its last {}: the object changed since it was listed", tail.len(), size - first);
+    }
     let footer_len = u32::from_le_bytes(tail[tail.len() - 8..tail.len() - 4].try_into().expect("4 bytes")) as u64;
     if &tail[tail.len() - 4..] != b"PAR1" || footer_len + TAIL > size {
         bail!("no Parquet footer");
@@ -482,7 +537,7 @@ impl<'c> Direct<'c> {
         let id = self.id.get(i)?;
         let time = match &self.time {
             DirectTime::Text(a) => dates.parse(a.get(i)?)?,
-            DirectTime::Micros(a, factor) => micros(a.get(i)?, *factor),
+            DirectTime::Micros(a, factor) => in_calendar(micros(a.get(i)?, *factor))?,
         };
         let attempts = match self.attempts {
             None => 0,
@@ -501,11 +556,17 @@ impl<'c> Direct<'c> {
         }
         let time = match &self.time {
             DirectTime::Text(a) => dates.parse(a.value(i))?,
-            DirectTime::Micros(a, factor) => micros(a.value(i), *factor),
+            DirectTime::Micros(a, factor) => in_calendar(micros(a.value(i), *factor))?,
         };
         let attempts = self.attempts.map_or(0, |a| a.value(i));
         Some(RowFacts { id: Cow::Borrowed(self.id.value(i)), time, attempts })
     }
+}
+
+/// A time the calendar holds (years 1 to 9999), or None: the row then takes the generic path,
+/// which rejects it naming the field.
+fn in_calendar(micros: i64) -> Option<i64> {
+    (crate::timestamp::MIN_MICROS..=crate::timestamp::MAX_MICROS).contains(&micros).then_some(micros)
 }
 
 /// A native time value in microseconds (`factor` negative: divide).

@@ -13,6 +13,14 @@ const FREE_ROWS: u64 = 1 << 16;
 /// How much larger uncompressed data may be than compressed, and a floor for small chunks.
 const MAX_RATIO: u64 = 1 << 14;
 const FREE_BYTES: u64 = 1 << 24;
+/// Rows a file may claim a byte of its size, in all its row groups: the claimed uncompressed
+/// sizes above are free up to `FREE_BYTES`, so they alone would let a 2 KB file claim a
+/// billion rows. Real dumps hold well under one row a byte.
+const ROWS_PER_FILE_BYTE: u64 = 64;
+/// How much larger a page may be uncompressed than compressed, and a floor every page may use:
+/// decompressors zero-fill what a page header claims before reading a byte.
+const PAGE_RATIO: u64 = 1 << 10;
+const FREE_PAGE_BYTES: u64 = 8 << 20;
 
 /// Whether `metadata` fits a file of `file_len` bytes: every column chunk lies within the
 /// file, no size or count is negative, no row group claims more rows or uncompressed bytes
@@ -29,14 +37,18 @@ pub fn check(metadata: &FileMetadata, file_len: u64) -> Result<(), String> {
                 return Err(format!("{}: a negative size or count ({compressed} bytes compressed, {uncompressed} uncompressed, {values} values)", at(&name)));
             }
             let (compressed, uncompressed) = (compressed as u64, uncompressed as u64);
-            // The chunk starts at its first page (the dictionary's, when it comes first).
+            // The chunk starts at its dictionary page when it has one (as readers take it),
+            // and its data pages lie within it.
             let (data, dictionary) = (chunk.data_page_offset(), chunk.dictionary_page_offset());
             if data < 0 || dictionary.is_some_and(|d| d < 0) {
                 return Err(format!("{}: a negative page offset", at(&name)));
             }
-            let start = dictionary.filter(|&d| d < data).unwrap_or(data) as u64;
-            if data as u64 >= file_len || start.checked_add(compressed).is_none_or(|end| end > file_len) {
+            let start = dictionary.unwrap_or(data) as u64;
+            let Some(end) = start.checked_add(compressed).filter(|&end| end <= file_len) else {
                 return Err(format!("{}: pages at byte {start} of {compressed} bytes lie outside the file's {file_len} bytes", at(&name)));
+            };
+            if !(start..end).contains(&(data as u64)) {
+                return Err(format!("{}: the data pages at byte {data} lie outside the chunk's bytes {start}..{end}", at(&name)));
             }
             if uncompressed > compressed.saturating_mul(MAX_RATIO).max(FREE_BYTES) {
                 return Err(format!("{}: {uncompressed} bytes uncompressed cannot come from {compressed} compressed", at(&name)));
@@ -49,5 +61,126 @@ pub fn check(metadata: &FileMetadata, file_len: u64) -> Result<(), String> {
         }
         rows_before = rows_before.saturating_add(rows);
     }
+    if rows_before > file_len.saturating_mul(ROWS_PER_FILE_BYTE).max(FREE_ROWS) {
+        return Err(format!("{rows_before} rows cannot fit in a file of {file_len} bytes"));
+    }
     Ok(())
+}
+
+/// Values a page of a repeated column may claim beyond the rows left: lists of nulls or empty
+/// lists are runs of levels, a few bytes for any number, so the bound is loose.
+const FREE_VALUES: u64 = 1 << 20;
+
+/// Whether the page headers of one column chunk (`chunk`, its bytes) claim what the chunk can
+/// hold: every page within the chunk, none larger uncompressed than the whole chunk (which
+/// `check` bounded) or than `PAGE_RATIO` times its compressed bytes, no more values than the group's `rows` left (for a `repeated` column,
+/// than that plus eight a byte or `FREE_VALUES`), a dictionary no more values than bytes.
+/// Read before any page is decompressed, since decoders allocate what a header says.
+pub fn check_pages(chunk: &[u8], uncompressed: u64, rows: u64, repeated: bool) -> Result<(), String> {
+    crate::contain::contained(|| pages(chunk, uncompressed, rows, repeated)).unwrap_or_else(|panic| Err(format!("a page header cannot be parsed ({panic})")))
+}
+
+fn pages(chunk: &[u8], chunk_uncompressed: u64, rows: u64, repeated: bool) -> Result<(), String> {
+    use polars_parquet_format::thrift::protocol::TCompactInputProtocol;
+    let mut at = 0usize;
+    let mut rows_left = rows;
+    while at < chunk.len() {
+        let mut rest = &chunk[at..];
+        let header = polars_parquet_format::PageHeader::read_from_in_protocol(&mut TCompactInputProtocol::new(&mut rest, chunk.len() - at))
+            .map_err(|e| format!("the page header at byte {at} of the chunk cannot be parsed: {e}"))?;
+        let header_len = chunk.len() - at - rest.len();
+        let (compressed, uncompressed) = (header.compressed_page_size, header.uncompressed_page_size);
+        let place = || format!("the page at byte {at} of the chunk");
+        let fits = u64::try_from(compressed).ok().and_then(|c| (at + header_len).checked_add(usize::try_from(c).ok()?)).filter(|&end| end <= chunk.len());
+        let Some(end) = fits else {
+            return Err(format!("{} claims {compressed} bytes where the chunk has {} left", place(), chunk.len() - at - header_len));
+        };
+        if u64::try_from(uncompressed).map_or(true, |u| u > chunk_uncompressed) {
+            return Err(format!("{} claims {uncompressed} bytes uncompressed, the whole chunk {chunk_uncompressed}", place()));
+        }
+        if uncompressed as u64 > (compressed as u64).saturating_mul(PAGE_RATIO).max(FREE_PAGE_BYTES) {
+            return Err(format!("{} claims {uncompressed} bytes uncompressed from {compressed}", place()));
+        }
+        let data = header.data_page_header.as_ref().map(|h| (h.num_values, None)).or(header.data_page_header_v2.as_ref().map(|h| (h.num_values, Some(h.num_rows))));
+        if let Some((values, page_rows)) = data {
+            let values = u64::try_from(values).map_err(|_| format!("{} claims {values} values", place()))?;
+            let most = if repeated { rows_left.saturating_add((uncompressed as u64).saturating_mul(8)).max(FREE_VALUES) } else { rows_left };
+            if values > most {
+                return Err(format!("{} claims {values} values where {rows_left} rows are left", place()));
+            }
+            let page_rows = match page_rows {
+                Some(r) => u64::try_from(r).ok().filter(|&r| r <= rows_left).ok_or_else(|| format!("{} claims {r} rows where {rows_left} are left", place()))?,
+                None if !repeated => values,
+                None => 0,
+            };
+            rows_left -= page_rows;
+        }
+        if let Some(dictionary) = &header.dictionary_page_header {
+            if u64::try_from(dictionary.num_values).map_or(true, |v| v > (uncompressed as u64).max(1)) {
+                return Err(format!("{} claims a dictionary of {} values in {uncompressed} bytes", place(), dictionary.num_values));
+            }
+        }
+        at = end;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use polars_parquet_format::thrift::protocol::TCompactOutputProtocol;
+    use polars_parquet_format::{DataPageHeader, DictionaryPageHeader, Encoding, PageHeader, PageType};
+
+    use super::check_pages;
+
+    /// A page as a writer lays it out: its Thrift header, then `compressed` bytes.
+    fn page(kind: PageType, values: i32, uncompressed: i32, compressed: i32) -> Vec<u8> {
+        let (data, dictionary) = match kind {
+            PageType::DICTIONARY_PAGE => (None, Some(DictionaryPageHeader::new(values, Encoding::PLAIN, None))),
+            _ => (Some(DataPageHeader::new(values, Encoding::PLAIN, Encoding::RLE, Encoding::RLE, None)), None),
+        };
+        let header = PageHeader::new(kind, uncompressed, compressed, None, data, None, dictionary, None);
+        let mut bytes = Vec::new();
+        header.write_to_out_protocol(&mut TCompactOutputProtocol::new(&mut bytes)).unwrap();
+        bytes.resize(bytes.len() + compressed.max(0) as usize, 7);
+        bytes
+    }
+
+    fn chunk(pages: &[Vec<u8>]) -> Vec<u8> {
+        pages.concat()
+    }
+
+    #[test]
+    fn pages_that_fit_their_chunk_pass() {
+        let bytes = chunk(&[page(PageType::DICTIONARY_PAGE, 10, 200, 100), page(PageType::DATA_PAGE, 600, 4_000, 300), page(PageType::DATA_PAGE, 400, 3_000, 200)]);
+        check_pages(&bytes, 7_200, 1_000, false).unwrap();
+        // Up to 8 MiB uncompressed is allowed from any page, and a repeated column may hold
+        // more values than rows.
+        check_pages(&chunk(&[page(PageType::DATA_PAGE, 5_000, 8 << 20, 10)]), 8 << 20, 1_000, true).unwrap();
+    }
+
+    #[test]
+    fn a_page_claiming_more_than_its_chunk_holds_is_refused() {
+        let refused = |pages: &[Vec<u8>], chunk_uncompressed: u64, rows: u64| check_pages(&chunk(pages), chunk_uncompressed, rows, false).unwrap_err();
+        let why = refused(&[page(PageType::DICTIONARY_PAGE, 10, i32::MAX, 100)], 1 << 40, 10);
+        assert!(why.contains("claims 2147483647 bytes uncompressed from 100"), "{why}");
+        let why = refused(&[page(PageType::DATA_PAGE, 10, 5_000, 100)], 4_000, 10);
+        assert!(why.contains("claims 5000 bytes uncompressed, the whole chunk 4000"), "{why}");
+        let why = refused(&[page(PageType::DATA_PAGE, 600, 4_000, 300), page(PageType::DATA_PAGE, 401, 3_000, 200)], 7_000, 1_000);
+        assert!(why.contains("claims 401 values where 400 rows are left"), "{why}");
+        let why = refused(&[page(PageType::DATA_PAGE, -1, 100, 10)], 100, 10);
+        assert!(why.contains("claims -1 values"), "{why}");
+        let why = refused(&[page(PageType::DICTIONARY_PAGE, 1_000, 100, 100)], 100, 10);
+        assert!(why.contains("a dictionary of 1000 values in 100 bytes"), "{why}");
+        let mut cut = page(PageType::DATA_PAGE, 10, 100, 50);
+        cut.truncate(cut.len() - 1);
+        let why = refused(&[cut], 100, 10);
+        assert!(why.contains("claims 50 bytes where the chunk has 49 left"), "{why}");
+    }
+
+    #[test]
+    fn bytes_that_are_no_page_header_are_an_error_not_a_panic() {
+        for bytes in [vec![0xFF; 64], vec![0x15, 0x00, 0x15], (0..=255).collect::<Vec<u8>>()] {
+            assert!(check_pages(&bytes, 1 << 20, 100, false).is_err());
+        }
+    }
 }

@@ -78,7 +78,7 @@ impl LateTexts {
         if !is_string(chunk) || !(required || no_nulls()) {
             return None;
         }
-        let (mut decompressor, dictionary) = chunk_pages(chunk, file)?;
+        let (mut decompressor, dictionary) = chunk_pages(chunk, file, rows)?;
         let dictionary = match dictionary {
             Some(page) => {
                 let (starts, _) = plain_starts(&page.buffer, page.num_values, 0)?;

@@ -134,7 +134,8 @@ impl Texts {
         if !is_string(chunk) {
             return None;
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(chunk.uncompressed_size()).unwrap_or(0));
+        // Reserved as the footer says, up to 64 MiB (a claim, not yet a fact).
+        let mut bytes = Vec::with_capacity(usize::try_from(chunk.uncompressed_size()).unwrap_or(0).min(64 << 20));
         let plain = |bytes: &mut Vec<u8>, page: &[u8], count: usize| append_plain(bytes, page, count);
         let starts = values_per_row(chunk, file, rows, &mut bytes, plain, plain, NULL)?;
         u32::try_from(bytes.len()).is_ok().then_some(Texts { bytes, starts })
@@ -258,13 +259,16 @@ pub(super) fn is_string(chunk: &ColumnChunkMetadata) -> bool {
 }
 
 /// A column chunk's data pages, still compressed (each decompressed when taken), and its
-/// dictionary page, decompressed, if it has one.
-pub(super) fn chunk_pages(chunk: &ColumnChunkMetadata, file: &Buffer<u8>) -> Option<(BasicDecompressor, Option<DictPage>)> {
+/// dictionary page, decompressed, if it has one; None if a page header claims more than the
+/// chunk of `rows` rows holds (polars' reader is then left to name the damage).
+pub(super) fn chunk_pages(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<(BasicDecompressor, Option<DictPage>)> {
     let range = chunk.byte_range();
     let (start, end) = (usize::try_from(range.start).ok()?, usize::try_from(range.end).ok()?);
     if start > end || end > file.len() {
         return None;
     }
+    let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
+    super::parquet_check::check_pages(&file[start..end], chunk_uncompressed(chunk) as u64, rows as u64, repeated).ok()?;
     // No page larger than its chunk: a page header claiming more is damaged.
     let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), end - start);
     let mut pages = BasicDecompressor::new(pages, Vec::new());
@@ -294,7 +298,7 @@ struct Pages {
 impl Pages {
     /// The chunk's pages (of `rows` rows in all), and its dictionary page if it has one.
     fn open(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: usize) -> Option<(Pages, Option<DictPage>)> {
-        chunk_pages(chunk, file).map(|(pages, dictionary)| (Pages { pages, chunk_uncompressed: chunk_uncompressed(chunk), rows_left: rows }, dictionary))
+        chunk_pages(chunk, file, rows).map(|(pages, dictionary)| (Pages { pages, chunk_uncompressed: chunk_uncompressed(chunk), rows_left: rows }, dictionary))
     }
 
     /// The next data page (`Some(None)` after the last), or None if it cannot be read.
