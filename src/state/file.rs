@@ -131,6 +131,9 @@ pub fn read(bytes: &[u8], name: &str) -> Result<Vec<State>> {
             let sum = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
             bail!("{name}:{at}: total {} is not the sum of the hours' counts ({sum})", header.total);
         }
+        if header.total > super::MAX_COUNT || header.rejected > super::MAX_COUNT {
+            bail!("{name}:{at}: {} failures counted and {} rejected: more than 2^53, more than any archive holds", header.total, header.rejected);
+        }
         let partial = Partial { summary, inputs: header.inputs, rejects: header.rejects };
         if partial.rejected() != header.rejected {
             bail!("{name}:{at}: rejected {} is not the sum over its inputs ({})", header.rejected, partial.rejected());
@@ -212,6 +215,28 @@ mod tests {
         let twice = [bytes.clone(), bytes].concat();
         let states = read(&twice, "b.state").unwrap();
         assert_eq!(states.iter().map(|s| s.origin.as_str()).collect::<Vec<_>>(), ["b.state:1", "b.state:4"]);
+    }
+
+    /// Counts no archive holds are refused, alone (past 2^53) or together, so that no sum of
+    /// them downstream can wrap (two sealed states of 2^63 each used to rank as 0 failures).
+    #[test]
+    fn counts_past_2_53_are_refused_alone_and_together() {
+        let (rules, layout, partial) = sample();
+        let with_count = |count: u64| {
+            let mut partial = partial.clone();
+            let hours = partial.summary.signatures.values_mut().next().unwrap();
+            hours.values_mut().next().unwrap().count = count;
+            write(&rules, &layout, &partial, None).unwrap()
+        };
+        let error = read(&with_count(1 << 63), "big.state").err().expect("refused").to_string();
+        assert!(error.contains("more than 2^53"), "{error}");
+        let half = || read(&with_count(1 << 52), "half.state").unwrap();
+        super::super::check_mergeable(&half(), &rules, &[]).unwrap();
+        let mut both = half();
+        both[0].partial.inputs[0].name = "/d/other.jsonl".into();
+        both.extend(half());
+        let error = super::super::check_mergeable(&both, &rules, &[]).unwrap_err().to_string();
+        assert!(error.contains("more than 2^53"), "{error}");
     }
 
     /// Any cut and any changed byte is refused (the header and every line are sealed).

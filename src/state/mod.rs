@@ -194,8 +194,19 @@ pub fn check_mergeable(states: &[State], rules: &Rules, dumps: &[InputRecord]) -
     }
     let covered = dumps.iter().map(|r| (r.name.as_str(), "this run's inputs"));
     let in_states = states.iter().flat_map(|s| s.partial.inputs.iter().map(|r| (r.name.as_str(), s.origin.as_str())));
-    check_overlap(covered.chain(in_states))
+    check_overlap(covered.chain(in_states))?;
+    // Each state's counts are bounded when read; together they must be too, so that no sum,
+    // difference or scaling of them downstream can wrap.
+    let counted = states.iter().try_fold(0u64, |sum, s| sum.checked_add(s.partial.summary.total())?.checked_add(s.partial.rejected()));
+    if counted.is_none_or(|n| n > MAX_COUNT) {
+        bail!("the states together count more than 2^53 failures, more than any archive holds: one was crafted or corrupted");
+    }
+    Ok(())
 }
+
+/// Failures (counted or rejected) a state, or all a run's states together, may hold: 2^53,
+/// the largest count every JSON reader reads exactly; no DLQ comes near it.
+pub const MAX_COUNT: u64 = 1 << 53;
 
 /// Refuses a state made with other rules than this run's, naming both rules, and the state
 /// already read with this run's rules (`agreeing`), if any.
