@@ -115,7 +115,7 @@ pub fn parse_http_date(text: &str) -> Option<i64> {
         [month, day, clock, year] if year.len() == 4 => (digits(year.as_bytes())?, month_number(month)?, *day, *clock, None),
         _ => return None,
     };
-    let day = digits(day.as_bytes()).filter(|d| (1..=2).contains(&day.len()) && *d >= 1 && *d <= days_in_month(year, month))?;
+    let day = Some(day).filter(|d| (1..=2).contains(&d.len())).and_then(|d| digits(d.as_bytes())).filter(|d| *d >= 1 && *d <= days_in_month(year, month))?;
     let clock = clock.as_bytes();
     if clock.len() != 8 || clock[2] != b':' || clock[5] != b':' {
         return None;

@@ -225,7 +225,7 @@ pub fn parse_bound(text: &str, now: i64) -> Result<i64, String> {
         "w" => 7 * 86_400,
         _ => return Err(bound_error(text)),
     };
-    Ok(now - n * unit_seconds * 1_000_000)
+    n.checked_mul(unit_seconds * 1_000_000).and_then(|age| now.checked_sub(age)).filter(|t| *t >= MIN_MICROS).ok_or_else(|| bound_error(text))
 }
 
 fn bound_error(text: &str) -> String {
@@ -238,7 +238,7 @@ fn digits(b: &[u8]) -> Option<u32> {
         if !c.is_ascii_digit() {
             return None;
         }
-        v = v * 10 + u32::from(c - b'0');
+        v = v.checked_mul(10)?.checked_add(u32::from(c - b'0'))?;
     }
     Some(v)
 }
