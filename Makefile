@@ -92,7 +92,7 @@ S3RVER := $(S3RVER_DIR)/node_modules/.bin/s3rver
 # GNU time reports a command's own peak RSS (see scripts/bench.py's `measure`).
 GNU_TIME := /usr/bin/time
 ## Mutate every input kind (JSON-lines, Parquet, manifests, states) and run dlqf on each mutant
-## for FUZZ_SECONDS, 20 s and 4 GiB each; findings (panics, signals, hangs, accepted unsealed
+## for FUZZ_SECONDS, 20 s and 1 GiB each; findings (panics, signals, hangs, accepted unsealed
 ## changes) go to fuzz-findings/; add them to tests/hostile/ with a README as regression cases.
 FUZZ_SECONDS ?= 300
 fuzz: release

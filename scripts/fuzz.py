@@ -7,7 +7,7 @@ usage: fuzz.py --dlqf BIN [--seconds N] [--seed S] [--out DIR] [--limit-gib G] [
 Seeds are made by dlqf itself (gen, plan, rank --format state): JSON-lines and Parquet dumps, a
 manifest and a state. Each mutant is a byte-level change (bit flips, truncation, a spliced
 chunk, a number replaced by an extreme one, a large varint over a Parquet footer or into a
-page header) or a JSON-level one (a value replaced by an extreme,
+page header, a page header claiming gigabytes with the file otherwise consistent) or a JSON-level one (a value replaced by an extreme,
 odd or wrongly typed one, a duplicated key); manifest and state mutants are re-sealed half of
 the time, so they reach the code behind the seal. Each command runs with a time limit and a cap
 on address space. A case is a finding when dlqf panics (exit 101), dies of a signal (an abort,
@@ -199,11 +199,61 @@ def mutate_page_header(data, rng):
     return bytes(out)
 
 
+def read_varint(data, at):
+    value, shift = 0, 0
+    while at < len(data):
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+    return None, at
+
+
+def varint(value):
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def mutate_page_size(data, rng):
+    """A page header claiming a large uncompressed size with the file otherwise consistent:
+    the larger varint's extra bytes come off the end of the page (its compressed size told),
+    so every later page and the footer still line up and the header is what a reader trusts."""
+    starts = [m.start() for m in re.finditer(rb"\x15[\x00\x04\x06]\x15", data)]
+    if not starts:
+        return data
+    pick = rng.randrange(len(starts))
+    at = starts[pick] + 3
+    uncompressed, after = read_varint(data, at)
+    if uncompressed is None or after >= len(data) or data[after] != 0x15:
+        return data
+    compressed, end = read_varint(data, after + 1)
+    if compressed is None:
+        return data
+    new = varint(rng.choice([2**31 - 1, 2**30, 2**28, 2**24]) << 1)
+    grow = len(new) - (after - at)
+    shorter = varint(max(0, (compressed >> 1) - grow) << 1)
+    if len(shorter) != end - (after + 1):
+        return data
+    # The page ends where the next header starts (or the footer does).
+    next_at = starts[pick + 1] if pick + 1 < len(starts) else len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    if next_at - grow <= end:
+        return data
+    return data[:at] + new + data[after:after + 1] + shorter + data[end:next_at - grow] + data[next_at:]
+
+
 def mutate(kind, data, rng):
     if kind == "parquet" and rng.random() < 0.25:
         return mutate_footer(data, rng), False
     if kind == "parquet" and rng.random() < 0.3:
         return mutate_page_header(data, rng), False
+    if kind == "parquet" and rng.random() < 0.3:
+        return mutate_page_size(data, rng), False
     if kind in ("jsonl", "manifest", "state") and rng.random() < 0.6:
         lines = data.split(b"\n")
         for _ in range(5):
@@ -321,7 +371,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--out", default="fuzz-findings")
-    ap.add_argument("--limit-gib", type=int, default=4)
+    ap.add_argument("--limit-gib", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=20)
     ap.add_argument("--kinds", default="jsonl,parquet,manifest,state")
     ap.add_argument("--replay")

@@ -1,6 +1,7 @@
 //! The regression corpus of hostile inputs (`tests/hostile/<case>/`, each found by
 //! `make fuzz`, with a README saying what it broke): every command that reads such a file
-//! ends within a minute with an exit code dlqf documents, never a panic, a signal or a hang.
+//! ends within a minute with an exit code dlqf documents, never a panic, a signal or a hang,
+//! within 1 GiB of address space (an allocation a header claims beyond it is an abort).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -27,6 +28,20 @@ fn commands(name: &str) -> Vec<Vec<String>> {
     list.into_iter().map(|c| c.into_iter().map(str::to_string).collect()).collect()
 }
 
+/// `command` limited to 1 GiB of address space (run on two threads, as threads reserve
+/// address space too): an input that makes dlqf allocate what a header claims aborts instead
+/// of passing unnoticed.
+fn within_memory(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 1 << 30, rlim_max: 1 << 30 };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        })
+    }
+}
+
 #[test]
 fn every_saved_hostile_input_is_an_error_or_a_report_never_a_crash() {
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");
@@ -39,7 +54,9 @@ fn every_saved_hostile_input_is_an_error_or_a_report_never_a_crash() {
             for args in commands(&name) {
                 let dir = Dir::new();
                 std::fs::copy(&file, dir.join(&name)).unwrap();
-                let mut child = Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+                let mut command = Command::new(env!("CARGO_BIN_EXE_dlqf"));
+                command.current_dir(dir.path()).args(["--threads", "2"]).args(&args).stdout(Stdio::null()).stderr(Stdio::piped());
+                let mut child = within_memory(&mut command).spawn().unwrap();
                 let started = Instant::now();
                 let status = loop {
                     if let Some(status) = child.try_wait().unwrap() {
