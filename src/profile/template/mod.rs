@@ -4,6 +4,7 @@
 
 mod context;
 mod parts;
+mod quoted;
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -18,12 +19,8 @@ const MAX_TOKENS: usize = 100;
 pub const PLACEHOLDER: &str = "<*>";
 /// Changes whenever a rule below changes what a message's template is, so partial states made
 /// under other rules are refused rather than merged into different buckets.
-pub const RULES_VERSION: u32 = 2;
+pub const RULES_VERSION: u32 = 3;
 
-static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
-    // A quote opens only at the start or after whitespace/punctuation, so "can't" stays a word.
-    Regex::new(r#"(^|[\s(\[{:=,<])('[^'\n]*'|"[^"\n]*"|`[^`\n]*`)"#).unwrap()
-});
 static EMAIL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").unwrap());
 static URL: LazyLock<Regex> =
@@ -62,25 +59,24 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
             m.push(Mask { rule, value: value.to_string() });
         }
     };
-    let quoted = |c: &regex::Captures| {
-        let quoted = &c[2];
+    let quoted = |quoted: &str| {
         let inner = &quoted[1..quoted.len() - 1];
         // An HTTP request line keeps its method: GET and DELETE of one path are two causes.
         match inner.split_once(' ').filter(|(method, _)| HTTP_METHODS.contains(method)) {
             Some((method, rest)) => {
                 note("quoted request", rest);
-                format!("{}{}{method} {PLACEHOLDER}{}", &c[1], &quoted[..1], &quoted[quoted.len() - 1..])
+                format!("{}{method} {PLACEHOLDER}{}", &quoted[..1], &quoted[quoted.len() - 1..])
             }
             None => {
                 note("quoted", quoted);
-                format!("{}{PLACEHOLDER}", &c[1])
+                PLACEHOLDER.to_string()
             }
         }
     };
     // Each rule runs only on a message holding its sign (a quote, `://`, `@`, `=`).
     let mut masked = Cow::Borrowed(capped);
     if masked.contains(['\'', '"', '`']) {
-        masked = replace(masked, &QUOTED, quoted);
+        masked = quoted::replace_quoted(capped, quoted);
     }
     if masked.contains("://") {
         masked = replace(masked, &URL, |c: &regex::Captures| {
@@ -117,12 +113,12 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
         if variable && last_was_placeholder {
             continue; // "2026-01-15 10:30:00" is one value, not two
         }
-        if last_was_placeholder {
+        let list = bracketed_values(&tokens[i..]);
+        if let Some((end, after)) = list.filter(|_| last_was_placeholder) {
             // A value restated in brackets after it (`1190 bytes (1.16 KB)`) is the same value.
-            if let Some(end) = bracketed_values(&tokens[i..]) {
-                skip_to = i + end;
-                continue;
-            }
+            out.push_str(after);
+            skip_to = i + end;
+            continue;
         }
         if count == MAX_TOKENS {
             break;
@@ -130,29 +126,35 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
         if !out.is_empty() {
             out.push(' ');
         }
-        out.push_str(token);
+        match list {
+            // A list of values is one value: `(<*> <*>)` (a date and a time), `(<*>, <*>)`.
+            Some((end, after)) => {
+                out.push('(');
+                out.push_str(PLACEHOLDER);
+                out.push(')');
+                out.push_str(after);
+                skip_to = i + end;
+            }
+            None => out.push_str(token),
+        }
         last_was_placeholder = variable;
         count += 1;
     }
     out
 }
 
-/// How many tokens a bracketed group of values at the start of `tokens` spans (`(<*>)`,
-/// `(<*> <*>)`), if it is one.
-fn bracketed_values(tokens: &[Cow<str>]) -> Option<usize> {
-    let first = tokens.first()?;
-    let inner = first.strip_prefix('(')?;
+/// How many tokens a bracketed list of values at the start of `tokens` spans (`(<*>)`,
+/// `(<*> <*>)`, `(<*>, <*>)`), if it is one, and the punctuation after its closing bracket.
+fn bracketed_values<'t>(tokens: &'t [Cow<str>]) -> Option<(usize, &'t str)> {
+    let inner = tokens.first()?.strip_prefix('(')?;
     for (n, token) in tokens.iter().enumerate() {
         let token = if n == 0 { inner } else { token.as_ref() };
-        let (value, closed) = match token.strip_suffix(')') {
-            Some(value) => (value, true),
-            None => (token, false),
-        };
-        if value != PLACEHOLDER {
-            return None;
+        let rest = token.strip_prefix(PLACEHOLDER)?;
+        if let Some(after) = rest.strip_prefix(')') {
+            return after.chars().all(|c| matches!(c, ',' | '.' | ';' | ':')).then_some((n + 1, after));
         }
-        if closed {
-            return Some(n + 1);
+        if !(rest.is_empty() || rest == ",") {
+            return None;
         }
     }
     None
@@ -199,6 +201,10 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
             return Cow::Borrowed(PLACEHOLDER);
         }
         return Cow::Owned(format!("{}{PLACEHOLDER}{}", &token[..start], &token[start + core.len()..]));
+    }
+    if let Some(literal) = sql_literal(token) {
+        note("literal", literal);
+        return Cow::Owned(token.replacen(literal, PLACEHOLDER, 1));
     }
     let mut text = String::with_capacity(token.len());
     let mut rest = token;
@@ -254,6 +260,14 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
     Cow::Owned(text)
 }
 
+/// A literal written in a list of values (`(1, NULL,`, `true)`): a value, where the same word
+/// in a sentence (`cannot be null`) is wording.
+fn sql_literal(token: &str) -> Option<&str> {
+    const LITERALS: [&str; 10] = ["NULL", "null", "TRUE", "true", "FALSE", "false", "None", "nil", "DEFAULT", "undefined"];
+    let core = token.trim_matches(['(', ')', ',', ';']);
+    (core.len() < token.len() && token.contains([',', '(', ')']) && LITERALS.contains(&core)).then_some(core)
+}
+
 /// An upper-case name with its number in brackets names one instance (`LOCAL(0)`, `CPU(3)`):
 /// the whole is a value. Returns it without the punctuation that follows.
 fn instance_name(token: &str) -> Option<&str> {
@@ -271,10 +285,10 @@ fn is_port(token: &str) -> bool {
 }
 
 /// A word no rule of `shape` touches (most words of a message): no digit, delimiter, dot,
-/// slash or tilde, and too short or not hex enough to be a bare hex id.
+/// slash or tilde, and too short or not hex enough to be a bare hex id, nor random letters.
 fn is_plain_word(token: &str) -> bool {
     let plain = token.chars().all(|c| !(c.is_ascii_digit() || is_delimiter(c) || matches!(c, '.' | '/' | '~')));
-    plain && !(token.len() >= 8 && token.bytes().all(|b| b.is_ascii_hexdigit()))
+    plain && !(token.len() >= 8 && token.bytes().all(|b| b.is_ascii_hexdigit())) && !parts::is_random_id(token)
 }
 
 fn cap_bytes(s: &str, max: usize) -> &str {

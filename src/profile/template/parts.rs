@@ -22,6 +22,9 @@ pub(super) fn part_rule(part: &str) -> Option<&'static str> {
     if core.len() >= 8 && core.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Some("hex");
     }
+    if is_random_id(core) {
+        return Some("id");
+    }
     let path = (trimmed.len() > 1 && trimmed.starts_with('/')) || ["./", "../", "~/"].iter().any(|p| trimmed.starts_with(p));
     if path {
         return Some("path");
@@ -62,4 +65,19 @@ fn is_host(part: &str) -> bool {
     part.contains('.')
         && (TOP_LEVEL.contains(&last) || long)
         && labels.all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+}
+
+/// An id of random letters (`ch_QkzXbTrWmPaLsDeRtYuIoPnM`, base64 without digits): after an
+/// optional short `prefix_`, twelve letters or more whose case changes between most
+/// neighbours, which no CamelCase name does (`NullPointerException` changes 5 times in 20).
+pub(super) fn is_random_id(part: &str) -> bool {
+    let body = match part.split_once('_') {
+        Some((prefix, body)) if (1..=5).contains(&prefix.len()) && prefix.bytes().all(|b| b.is_ascii_lowercase()) => body,
+        _ => part,
+    };
+    if body.len() < 12 || !body.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return false;
+    }
+    let changes = body.as_bytes().windows(2).filter(|w| w[0].is_ascii_uppercase() != w[1].is_ascii_uppercase()).count();
+    changes * 5 >= (body.len() - 1) * 2
 }

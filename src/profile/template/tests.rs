@@ -157,3 +157,22 @@ fn long_messages_are_capped() {
     let long = "word ".repeat(1000);
     assert_eq!(template(&long).split(' ').count(), 100);
 }
+
+#[test]
+fn sql_literals_in_a_value_list_are_values_and_a_list_of_values_is_one() {
+    same("Duplicate entry in VALUES (1, NULL, 'x')", "Duplicate entry in VALUES (2, 'y', NULL)");
+    same("Incorrect datetime value (21/10/2026 08:14) for column", "Incorrect datetime value (1792454748065) for column");
+    same("bad row (1, 2, 3), skipped", "bad row (7), skipped");
+    assert_eq!(template("Column 'x' cannot be null"), "Column <*> cannot be null");
+    assert_eq!(template("null value in column"), "null value in column");
+    assert_ne!(template("bad row (1, 2) in insert"), template("bad row (1, 2) in update"));
+    assert_ne!(template("pid 42 (init) exited"), template("pid 42 (1, 2) exited"));
+}
+
+#[test]
+fn ids_of_random_letters_are_values() {
+    same("charge ch_QkzXbTrWmPaLsDeRtYuIoPnM failed", "charge ch_ZxCvBnMaSdFgHjKlQwErTyUi failed");
+    same("token dGhpcyBpcyBhIHRlc3Q rejected", "token QmFzZTY0IGlzIGZ1bg rejected");
+    assert_eq!(template("NullPointerException in OrderService.getHTTPResponseCode"), "NullPointerException in OrderService.getHTTPResponseCode");
+    assert_eq!(template("XMLHttpRequest failed"), "XMLHttpRequest failed");
+}

@@ -1,0 +1,121 @@
+//! Quoted values, found by a scan rather than a pattern: a closing quote is one a value can end
+//! on, so quotes inside a value (`'O''Brien'`, `"{"a":1"`) stay inside it, and quoted parts
+//! joined by `.` or `@` (`'svc'@'%'`, `` `db`.`tbl` ``) are one value, as MySQL writes names.
+
+use std::borrow::Cow;
+
+/// A quoted value in `text`: where it starts and ends (its quotes included), or None.
+struct Quoted {
+    start: usize,
+    end: usize,
+}
+
+/// Characters a quote opens after (or the start of the text): so `can't` stays a word.
+fn opens_after(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '(' | '[' | '{' | ':' | '=' | ',' | '<')
+}
+
+/// Punctuation a closing quote may be followed by before a space, the end or another quote.
+fn closing_punctuation(c: char) -> bool {
+    matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | ')' | ']' | '}' | '>' | '@')
+}
+
+/// The end of the quoted value opened by `quote` at `open`, if it closes on this text: the
+/// first quote (not doubled, as SQL escapes one) followed by a space, the end, or closing
+/// punctuation and then a space, the end or another quote.
+fn close(text: &str, open: usize, quote: char) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut at = open + 1;
+    while at < bytes.len() {
+        let c = bytes[at];
+        if c == b'\n' {
+            return None;
+        }
+        if c == quote as u8 {
+            if quote != '`' && bytes.get(at + 1) == Some(&(quote as u8)) && at + 1 != open + 1 {
+                at += 2; // `''` inside a value: an escaped quote
+                continue;
+            }
+            let after = &text[at + 1..];
+            let rest = after.trim_start_matches(closing_punctuation);
+            if rest.is_empty() || rest.starts_with(char::is_whitespace) || rest.starts_with(['\'', '"', '`']) {
+                return Some(at + 1);
+            }
+        }
+        at += 1;
+    }
+    None
+}
+
+/// The quoted values of `text`, in order, each joined with the quoted parts that follow it
+/// after a `.` or `@`.
+fn find(text: &str) -> Vec<Quoted> {
+    let mut found = Vec::new();
+    let mut previous = None;
+    for (at, c) in text.char_indices() {
+        if !matches!(c, '\'' | '"' | '`') || found.last().is_some_and(|q: &Quoted| at < q.end) {
+            previous = Some(c);
+            continue;
+        }
+        let joined = found.last().is_some_and(|q: &Quoted| q.end + 1 == at && matches!(&text[q.end..at], "." | "@"));
+        if previous.is_none_or(opens_after) || joined {
+            if let Some(end) = close(text, at, c) {
+                match found.last_mut().filter(|_| joined) {
+                    Some(last) => last.end = end,
+                    None => found.push(Quoted { start: at, end }),
+                }
+            }
+        }
+        previous = Some(c);
+    }
+    found
+}
+
+/// `text` with each quoted value replaced by what `with` makes of it (the value, quotes
+/// included); borrowed when there is none.
+pub(super) fn replace_quoted<'a>(text: &'a str, mut with: impl FnMut(&str) -> String) -> Cow<'a, str> {
+    let found = find(text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for q in found {
+        out.push_str(&text[from..q.start]);
+        out.push_str(&with(&text[q.start..q.end]));
+        from = q.end;
+    }
+    out.push_str(&text[from..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    fn values(text: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        super::replace_quoted(text, |q| {
+            seen.push(q.to_string());
+            String::new()
+        });
+        seen
+    }
+
+    #[test]
+    fn a_value_ends_on_a_quote_it_can_end_on() {
+        assert_eq!(values("Invalid value 'abc def' for field \"qty\""), ["'abc def'", "\"qty\""]);
+        assert_eq!(values("can't reach 'db'"), ["'db'"]);
+        assert_eq!(values("name 'O''Brien' too long"), ["'O''Brien'"]);
+        assert_eq!(values(r#"bad JSON "{"a":1" at 3"#), [r#""{"a":1""#]);
+        assert_eq!(values("key 'it's' here"), ["'it's'"]);
+        assert_eq!(values("empty '' and ('a','b')."), ["''", "'a'", "'b'"]);
+        assert_eq!(values("unclosed 'abc"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn quoted_parts_joined_by_a_dot_or_at_are_one_value() {
+        assert_eq!(values("Access denied for user 'svc'@'%' (using password: YES)"), ["'svc'@'%'"]);
+        assert_eq!(values("Table 'shop'.'orders' doesn't exist"), ["'shop'.'orders'"]);
+        assert_eq!(values("Unknown column `db`.`tbl`.`col` in 'field list'"), ["`db`.`tbl`.`col`", "'field list'"]);
+        assert_eq!(values("'a'. 'b'"), ["'a'", "'b'"]);
+    }
+}
