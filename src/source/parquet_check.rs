@@ -74,7 +74,8 @@ const FREE_VALUES: u64 = 1 << 20;
 /// Whether the page headers of one column chunk (`chunk`, its bytes) claim what the chunk can
 /// hold: every page within the chunk, none larger uncompressed than the whole chunk (which
 /// `check` bounded) or than `PAGE_RATIO` times its compressed bytes, no more values than the group's `rows` left (for a `repeated` column,
-/// than that plus eight a byte or `FREE_VALUES`), a dictionary no more values than bytes.
+/// than that plus eight a byte or `FREE_VALUES`), a dictionary no more values than bytes,
+/// every encoding one Parquet has.
 /// Read before any page is decompressed, since decoders allocate what a header says.
 pub fn check_pages(chunk: &[u8], uncompressed: u64, rows: u64, repeated: bool) -> Result<(), String> {
     crate::contain::contained(|| pages(chunk, uncompressed, rows, repeated)).unwrap_or_else(|panic| Err(format!("a page header cannot be parsed ({panic})")))
@@ -100,6 +101,14 @@ fn pages(chunk: &[u8], chunk_uncompressed: u64, rows: u64, repeated: bool) -> Re
         }
         if uncompressed as u64 > (compressed as u64).saturating_mul(PAGE_RATIO).max(FREE_PAGE_BYTES) {
             return Err(format!("{} claims {uncompressed} bytes uncompressed from {compressed}", place()));
+        }
+        // Readers turn these enums into their own with an unwrap: an unknown one is a panic.
+        let known = |e: polars_parquet_format::Encoding| polars_parquet::parquet::encoding::Encoding::try_from(e).is_ok();
+        let encodings_known = header.data_page_header.as_ref().is_none_or(|h| known(h.encoding) && known(h.definition_level_encoding) && known(h.repetition_level_encoding))
+            && header.data_page_header_v2.as_ref().is_none_or(|h| known(h.encoding))
+            && header.dictionary_page_header.as_ref().is_none_or(|h| known(h.encoding));
+        if !encodings_known {
+            return Err(format!("{} names an encoding Parquet does not have", place()));
         }
         let data = header.data_page_header.as_ref().map(|h| (h.num_values, None)).or(header.data_page_header_v2.as_ref().map(|h| (h.num_values, Some(h.num_rows))));
         if let Some((values, page_rows)) = data {
@@ -175,6 +184,21 @@ mod tests {
         cut.truncate(cut.len() - 1);
         let why = refused(&[cut], 100, 10);
         assert!(why.contains("claims 50 bytes where the chunk has 49 left"), "{why}");
+    }
+
+    #[test]
+    fn an_encoding_parquet_does_not_have_is_refused() {
+        let mut header = PageHeader::new(PageType::DATA_PAGE, 100, 10, None, Some(DataPageHeader::new(5, Encoding(42), Encoding::RLE, Encoding::RLE, None)), None, None, None);
+        let mut bytes = Vec::new();
+        header.write_to_out_protocol(&mut TCompactOutputProtocol::new(&mut bytes)).unwrap();
+        bytes.resize(bytes.len() + 10, 0);
+        let why = check_pages(&bytes, 100, 5, false).unwrap_err();
+        assert!(why.contains("names an encoding Parquet does not have"), "{why}");
+        header.data_page_header.as_mut().unwrap().encoding = Encoding::PLAIN;
+        bytes.clear();
+        header.write_to_out_protocol(&mut TCompactOutputProtocol::new(&mut bytes)).unwrap();
+        bytes.resize(bytes.len() + 10, 0);
+        check_pages(&bytes, 100, 5, false).unwrap();
     }
 
     #[test]
