@@ -10,7 +10,7 @@ fn envelope_templates_collapse_each_generated_cause_into_one_bucket() {
     let dir = Dir::new();
     dir.gen("env.jsonl", &["--profile", "envelope", "--rows", "5000", "--seed", "8"]);
     let report = dir.command().args(["rank", "env.jsonl", "--profile", "envelope", "--format", "json"]).json();
-    assert_eq!(report["signature_fields"], json!(["original_topic", "error_category", "error_type", "error_message"]));
+    assert_eq!(report["signature_fields"], json!(["original_topic", "error_category", "error_type", "error_message", "stack_trace"]));
     let buckets = report["buckets"].as_array().unwrap();
     // A generated cause is a (topic, error type) pair; its messages vary in every id and
     // number, yet must share one template. (A category can still split a cause: the seed's
@@ -31,6 +31,8 @@ fn envelope_templates_collapse_each_generated_cause_into_one_bucket() {
     assert_eq!(find("RecursionError")["signature"]["error_category"], "poison");
     assert_eq!(find("KeyError")["signature"]["error_message"], "<*>");
     assert_eq!(find("HTTPError")["signature"]["error_message"], "<*> Service Unavailable from <*>");
+    // The generator raises each error type on its own line of one function.
+    assert_eq!(find("HTTPError")["signature"]["stack_trace"], "HTTPError at consumer.process_message (raise HTTPError(msg))");
 
     // Independent count per cause straight from the dump.
     let text = dir.read("env.jsonl");

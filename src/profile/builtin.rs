@@ -1,6 +1,7 @@
 //! The built-in profiles: the two seed formats, as the product spec describes them, and the
 //! archives real dead-letter queues write, as TOML files in `profiles/` (each cites its sources).
 
+use super::stack::StackRules;
 use super::{CategorySource, FieldType, IdSpec, Normalizer, Profile, SignatureField};
 use crate::origin::Origin;
 use crate::path::FieldExpr;
@@ -77,6 +78,8 @@ pub fn envelope() -> Profile {
             },
             field("error_type", Normalizer::Trim),
             field("error_message", Normalizer::Template),
+            // Where the envelope carries a stack trace: its root cause's type and in-app frames.
+            SignatureField { required: false, ..field("stack_trace", Normalizer::Stack(StackRules::default())) },
         ],
         key_fields: vec!["original_topic".into(), "consumer_version".into()],
         revision_field: Some("consumer_version".into()),

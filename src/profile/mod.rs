@@ -5,6 +5,7 @@
 mod builtin;
 pub mod classify;
 mod root_cause;
+pub mod stack;
 pub mod template;
 
 use std::path::Path;
@@ -32,6 +33,8 @@ pub enum Normalizer {
     /// A stack trace's root cause: the innermost exception's type and the template of its
     /// message (a plain message: its template), so one generic wrapper hides no cause.
     RootCause,
+    /// A stack trace as its root cause's type and first in-app frames (see `stack`).
+    Stack(stack::StackRules),
     /// An error category: the field's value lowercased when present, otherwise classified
     /// from the error type and message fields named here.
     Category { type_field: FieldExpr, message_field: FieldExpr },
@@ -41,7 +44,7 @@ impl Normalizer {
     /// Normalisers that need the whole row (or are costly) run per row; the cheap ones run
     /// once per distinct raw value after grouping, which is where the speed comes from.
     pub fn is_per_row(&self) -> bool {
-        matches!(self, Normalizer::Template | Normalizer::RootCause | Normalizer::Category { .. })
+        matches!(self, Normalizer::Template | Normalizer::RootCause | Normalizer::Stack(_) | Normalizer::Category { .. })
     }
 
     pub fn apply(&self, raw: &str) -> String {
@@ -51,6 +54,7 @@ impl Normalizer {
             Normalizer::Lower => raw.trim().to_lowercase(),
             Normalizer::Template => template::template(raw),
             Normalizer::RootCause => root_cause(raw),
+            Normalizer::Stack(rules) => rules.signature(raw),
             Normalizer::Category { .. } => raw.trim().to_lowercase(),
         }
     }
@@ -244,6 +248,10 @@ struct SignatureFile {
     field_type: String,
     type_field: Option<String>,
     message_field: Option<String>,
+    /// For `normalize = "stack"`: how many frames, and which are the application's.
+    frames: Option<usize>,
+    in_app: Option<Vec<String>>,
+    not_in_app: Option<Vec<String>>,
 }
 
 fn default_normalize() -> String {
@@ -281,15 +289,26 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
             "lower" => Normalizer::Lower,
             "template" => Normalizer::Template,
             "root_cause" => Normalizer::RootCause,
+            "stack" => Normalizer::Stack(stack::StackRules::new(
+                s.frames.unwrap_or(stack::DEFAULT_FRAMES),
+                stack::InApp { in_app: s.in_app.clone().unwrap_or_default(), not_in_app: s.not_in_app.clone().unwrap_or_default() },
+            )),
             "category" => Normalizer::Category {
                 type_field: expr(s.type_field.as_deref().unwrap_or("error_type"), origin)?,
                 message_field: expr(s.message_field.as_deref().unwrap_or("error_message"), origin)?,
             },
             other => bail!(
-                "profile {origin}: field `{}`: unknown normaliser `{other}` (expected none, trim, lower, template, root_cause or category)",
+                "profile {origin}: field `{}`: unknown normaliser `{other}` (expected none, trim, lower, template, root_cause, stack or category)",
                 s.field
             ),
         };
+        let stack_options = s.frames.is_some() || s.in_app.is_some() || s.not_in_app.is_some();
+        if stack_options && !matches!(normalizer, Normalizer::Stack(_)) {
+            bail!("profile {origin}: field `{}`: frames, in_app and not_in_app apply to normalize = \"stack\" only", s.field);
+        }
+        if s.frames == Some(0) {
+            bail!("profile {origin}: field `{}`: frames must be 1 or more", s.field);
+        }
         let Some(field_type) = FieldType::parse(&s.field_type) else {
             bail!("profile {origin}: field `{}`: unknown type `{}` (expected string or scalar)", s.field, s.field_type);
         };

@@ -335,7 +335,9 @@ impl Layout {
                     None if !slot.required => Cow::Borrowed(""),
                     None => return Err(absent(name, cell)),
                 };
-                if slot.per_row {
+                if let Normalizer::Stack(rules) = normalizer {
+                    rules.with_signature(&text, |signature| push_part(key, signature));
+                } else if slot.per_row {
                     push_part(key, &normalizer.apply(&text));
                 } else {
                     push_part(key, &text);
@@ -601,7 +603,7 @@ mod tests {
     #[test]
     fn envelope_classifies_a_missing_category() {
         let layout = Layout::new(&Profile::load("envelope").unwrap());
-        assert_eq!(layout.columns, ["id", "last_failed_at", "retry_count", "original_topic", "error_category", "error_type", "error_message"]);
+        assert_eq!(layout.columns, ["id", "last_failed_at", "retry_count", "original_topic", "error_category", "error_type", "error_message", "stack_trace"]);
         let cells = vec![
             Cell::Str("dl-1".into()),
             Cell::Str("2026-10-01T00:00:00Z".into()),
@@ -610,10 +612,12 @@ mod tests {
             Cell::Missing,
             Cell::Str("TimeoutError".into()),
             Cell::Str("timed out after 30s talking to 10.0.0.7".into()),
+            Cell::Missing,
         ];
         let mut key = Vec::new();
         layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap();
-        assert_eq!(layout.finish_signature(&key), ["orders", "transient", "TimeoutError", "timed out after <*> talking to <*>"]);
+        // No stack trace: its part is empty.
+        assert_eq!(layout.finish_signature(&key), ["orders", "transient", "TimeoutError", "timed out after <*> talking to <*>", ""]);
         // Null means absent too; a number is not a category.
         let mut cells = cells;
         cells[4] = Cell::Null;

@@ -1,0 +1,104 @@
+//! Stack traces as signatures (`normalize = "stack"`): the root cause's exception type and its
+//! first frames in the application's own code, as Sentry groups, so two causes behind one
+//! wrapper, or one error type raised in two places, are two buckets.
+
+mod in_app;
+mod parse;
+mod shape;
+
+pub use in_app::InApp;
+pub use parse::{Exception, Frame, Language};
+
+use super::template::{Explained, Mask};
+
+/// How a stack normaliser chooses frames: how many, and which are the application's.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StackRules {
+    pub frames: usize,
+    pub in_app: InApp,
+    /// The rules as bytes, which key the signatures remembered (`shape`).
+    written: Vec<u8>,
+}
+
+impl std::fmt::Debug for StackRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StackRules").field("frames", &self.frames).field("in_app", &self.in_app).finish()
+    }
+}
+
+impl Default for StackRules {
+    fn default() -> StackRules {
+        StackRules::new(DEFAULT_FRAMES, InApp::default())
+    }
+}
+
+pub const DEFAULT_FRAMES: usize = 3;
+
+impl StackRules {
+    pub fn new(frames: usize, in_app: InApp) -> StackRules {
+        let mut written = format!("{frames}:{:?}", in_app).into_bytes();
+        written.push(0);
+        StackRules { frames, in_app, written }
+    }
+
+    /// `Type at frame, frame, frame`: the root cause's type and its first `frames` in-app
+    /// frames nearest the raise (all frames when none is in-app). A Python frame nearest the
+    /// raise carries its source line, which tells two raises in one function apart. Text with
+    /// no frame is the root cause of a message (its type and the template of its message).
+    pub fn signature(&self, trace: &str) -> String {
+        self.with_signature(trace, str::to_string)
+    }
+
+    /// `with` given the signature of `trace` (remembered by the trace's shape, not copied).
+    pub fn with_signature<T>(&self, trace: &str, with: impl FnOnce(&str) -> T) -> T {
+        let compute = || match self.choose(trace) {
+            Some((root, chosen)) => (self.name(&root, &chosen), true),
+            None => (super::root_cause(trace), false),
+        };
+        shape::with_remembered(&self.written, trace, compute, with)
+    }
+
+    /// The signature and, for a reviewer, the root cause and each frame chosen.
+    pub fn explain(&self, trace: &str) -> Explained {
+        let Some((root, chosen)) = self.choose(trace) else {
+            let template = super::root_cause(trace);
+            return Explained { masks: vec![Mask { rule: "no frames", value: template.clone() }], template };
+        };
+        let cause = if root.message.is_empty() { root.kind.to_string() } else { format!("{}: {}", root.kind, root.message) };
+        let mut masks = vec![Mask { rule: "root cause", value: cause }];
+        masks.extend(chosen.iter().map(|f| Mask { rule: "frame", value: f.raw.to_string() }));
+        Explained { template: self.name(&root, &chosen), masks }
+    }
+
+    /// The root cause of a trace with frames, and the frames its signature names.
+    fn choose<'t>(&self, trace: &'t str) -> Option<(Exception<'t>, Vec<Frame<'t>>)> {
+        let (language, mut root) = parse::root_cause(trace)?;
+        let frames = std::mem::take(&mut root.frames);
+        let any_in_app = frames.iter().any(|f| self.in_app.contains(language, f));
+        let chosen = frames.into_iter().filter(|f| !any_in_app || self.in_app.contains(language, f)).take(self.frames).collect();
+        Some((root, chosen))
+    }
+
+    fn name(&self, root: &Exception, chosen: &[Frame]) -> String {
+        let kind = if root.kind.is_empty() { "?" } else { root.kind };
+        let mut out = format!("{kind} at ");
+        for (i, frame) in chosen.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&frame.name());
+            if i == 0 && !frame.source.is_empty() {
+                let source = frame.source.split_whitespace().collect::<Vec<_>>().join(" ");
+                out.push_str(&format!(" ({})", cap(&source, 80)));
+            }
+        }
+        out
+    }
+}
+
+fn cap(text: &str, chars: usize) -> &str {
+    text.char_indices().nth(chars).map_or(text, |(at, _)| &text[..at])
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,164 @@
+//! Each language's trace with the signature it must give, and traces that must (and must not)
+//! share one.
+
+use super::{InApp, StackRules};
+
+fn signature(trace: &str) -> String {
+    StackRules::default().signature(trace)
+}
+
+const KAFKA_CONNECT: &str = "org.apache.kafka.connect.errors.DataException: Failed to deserialize data for topic payments to Avro: \n\
+\tat io.confluent.connect.avro.AvroConverter.toConnectData(AvroConverter.java:148)\n\
+\tat org.apache.kafka.connect.runtime.WorkerSinkTask.convertValue(WorkerSinkTask.java:545)\n\
+\tat java.base/java.lang.Thread.run(Thread.java:833)\n\
+Caused by: org.apache.kafka.common.errors.SerializationException: Error retrieving Avro value schema for id 10471\n\
+\tat io.confluent.kafka.serializers.AbstractKafkaAvroDeserializer.deserialize(AbstractKafkaAvroDeserializer.java:209)\n\
+\t... 13 more\n\
+Caused by: io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException: Schema 10471 not found; error code: 40403\n\
+\tat io.confluent.kafka.schemaregistry.client.rest.RestService.sendHttpRequest(RestService.java:236)\n\
+\tat io.confluent.kafka.schemaregistry.client.rest.RestService.httpRequest(RestService.java:265)\n\
+\t... 18 more\n";
+
+#[test]
+fn java_takes_the_last_caused_by_and_its_frames() {
+    assert_eq!(
+        signature(KAFKA_CONNECT),
+        "io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException at \
+         io.confluent.kafka.schemaregistry.client.rest.RestService.sendHttpRequest, io.confluent.kafka.schemaregistry.client.rest.RestService.httpRequest"
+    );
+    let magic = "org.apache.kafka.connect.errors.DataException: Failed to deserialize data for topic payments to Avro: \n\
+        \tat io.confluent.connect.avro.AvroConverter.toConnectData(AvroConverter.java:148)\n\
+        Caused by: org.apache.kafka.common.errors.SerializationException: Unknown magic byte!\n\
+        \tat io.confluent.kafka.serializers.AbstractKafkaSchemaSerDe.getByteBuffer(AbstractKafkaSchemaSerDe.java:244)\n";
+    assert_ne!(signature(magic), signature(KAFKA_CONNECT), "two causes under one wrapper");
+    let app = "java.lang.IllegalStateException: order 42 has no lines\n\
+        \tat java.util.Objects.requireNonNull(Objects.java:233)\n\
+        \tat com.shop.orders.OrderService.lambda$validate$3(OrderService.java:88)\n\
+        \tat com.shop.orders.OrderService$1.apply(OrderService.java:40)\n\
+        \tat com.shop.orders.Consumer.handle(Consumer.java:12)\n\
+        \tat com.shop.orders.Main.main(Main.java:5)\n\
+        \tSuppressed: java.io.IOException: close failed\n\
+        \t\tat com.shop.orders.Other.close(Other.java:1)\n";
+    assert_eq!(
+        signature(app),
+        "java.lang.IllegalStateException at com.shop.orders.OrderService.lambda$validate, com.shop.orders.OrderService$.apply, com.shop.orders.Consumer.handle"
+    );
+    // Line numbers and generated numbers never enter it.
+    assert_eq!(signature(app), signature(&app.replace(":88)", ":91)").replace("$3", "$7").replace("order 42", "order 7")));
+}
+
+#[test]
+fn python_takes_the_first_traceback_of_a_chain_nearest_frame_first() {
+    let chained = "Traceback (most recent call last):\n\
+        \x20 File \"/var/task/app.py\", line 30, in handler\n\
+        \x20   return process(event)\n\
+        \x20 File \"/var/task/orders/process.py\", line 12, in process\n\
+        \x20   sku = item['sku']\n\
+        \x20 File \"/var/lang/lib/python3.12/site-packages/lib/x.py\", line 5, in get\n\
+        \x20   return d[k]\n\
+        KeyError: 'sku'\n\n\
+        During handling of the above exception, another exception occurred:\n\n\
+        Traceback (most recent call last):\n\
+        \x20 File \"/var/task/app.py\", line 32, in handler\n\
+        \x20   raise ValueError(f'bad item {item}')\n\
+        ValueError: bad item 17\n";
+    assert_eq!(signature(chained), "KeyError at process.process (sku = item['sku']), app.handler");
+    // One error type raised on two lines of one function: two causes.
+    let other_line = chained.replace("sku = item['sku']", "customer = event['customer_id']").replace("KeyError: 'sku'", "KeyError: 'customer_id'");
+    assert_ne!(signature(chained), signature(&other_line));
+    assert_eq!(signature(chained), signature(&chained.replace("line 12", "line 14").replace("bad item 17", "bad item 9")));
+}
+
+#[test]
+fn node_dotnet_and_go() {
+    let node = "TypeError: Cannot read properties of undefined (reading 'id')\n\
+        \x20   at processOrder (/app/src/handler.js:10:15)\n\
+        \x20   at Array.map (<anonymous>)\n\
+        \x20   at /app/node_modules/lodash/lodash.js:1:1\n\
+        \x20   at async Promise.all (index 0)\n\
+        \x20   at async main (/app/src/index.js:3:5)\n";
+    assert_eq!(signature(node), "TypeError at handler.processOrder, index.main");
+
+    let dotnet = "System.InvalidOperationException: Order 42 failed ---> System.TimeoutException: Timed out after 30000 ms\n\
+        \x20  at Shop.Orders.Gateway.<CallAsync>d__4.MoveNext() in C:\\src\\Gateway.cs:line 51\n\
+        \x20  at System.Runtime.CompilerServices.TaskAwaiter.ThrowForNonSuccess(Task task)\n\
+        \x20  --- End of inner exception stack trace ---\n\
+        \x20  at Shop.Orders.OrderService.Process(Order order) in C:\\src\\OrderService.cs:line 42\n\
+        \x20  at Shop.Program.Main(String[] args)\n";
+    assert_eq!(signature(dotnet), "System.TimeoutException at Shop.Orders.Gateway.CallAsync");
+
+    let go = "panic: runtime error: invalid memory address or nil pointer dereference\n\
+        [signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a5b3c]\n\n\
+        goroutine 1 [running]:\n\
+        net/http.(*conn).serve(0xc000100000)\n\
+        \t/usr/local/go/src/net/http/server.go:1995 +0x1c\n\
+        main.(*Server).handle(0x0, {0x5e8a20, 0xc000010000})\n\
+        \t/app/server.go:42 +0x1c\n\
+        github.com/shop/orders.Process[...](0x1)\n\
+        \t/app/orders/process.go:7 +0x25\n\
+        created by main.main in goroutine 1\n\
+        \t/app/main.go:10 +0x25\n";
+    assert_eq!(signature(go), "panic at main.(*Server).handle, github.com/shop/orders.Process");
+}
+
+#[test]
+fn frames_outside_the_app_are_used_only_when_nothing_else_is_there() {
+    let framework = "java.lang.NullPointerException\n\tat java.util.Objects.requireNonNull(Objects.java:233)\n\tat java.lang.Thread.run(Thread.java:833)\n";
+    assert_eq!(signature(framework), "java.lang.NullPointerException at java.util.Objects.requireNonNull, java.lang.Thread.run");
+}
+
+#[test]
+fn a_profile_names_its_own_frames_and_how_many() {
+    let rules = StackRules::new(1, InApp { in_app: vec!["org.apache.kafka.connect.*".into()], not_in_app: vec![] });
+    assert_eq!(
+        rules.signature(KAFKA_CONNECT),
+        "io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException at io.confluent.kafka.schemaregistry.client.rest.RestService.sendHttpRequest"
+    );
+    let rules = StackRules::new(2, InApp { in_app: vec![], not_in_app: vec!["*Consumer*".into()] });
+    let trace = "java.lang.IllegalStateException: x\n\tat com.shop.Consumer.handle(Consumer.java:12)\n\tat com.shop.Main.main(Main.java:5)\n";
+    assert_eq!(rules.signature(trace), "java.lang.IllegalStateException at com.shop.Main.main");
+}
+
+#[test]
+fn text_without_frames_is_a_messages_root_cause() {
+    assert_eq!(signature("connection refused by 10.0.0.7"), "connection refused by <*>");
+    assert_eq!(signature(""), "");
+    assert_eq!(signature("KeyError: 'sku'"), "KeyError: <*>");
+}
+
+#[test]
+fn globs() {
+    use super::in_app::glob;
+    assert!(glob("com.shop.*", "com.shop.orders.X.y"));
+    assert!(glob("*/app/*", "/srv/app/x.py"));
+    assert!(glob("a*b*c", "abc") && glob("a*b*c", "a-b-c") && !glob("a*b*c", "a-c"));
+    assert!(glob("x", "x") && !glob("x", "xy"));
+}
+
+/// Signatures are remembered by a trace's shape (its lines without the messages): what comes
+/// from memory is what parsing gives, for traces whose messages differ and whose types do.
+#[test]
+fn a_remembered_signature_is_the_computed_one() {
+    let rules = StackRules::default();
+    let traces = [
+        KAFKA_CONNECT.to_string(),
+        KAFKA_CONNECT.replace("Schema 10471 not found", "Schema 7 not found"),
+        KAFKA_CONNECT.replace("RestClientException: Schema", "OtherException: Schema"),
+        "System.A: x ---> System.B: y\n   at Shop.X.Run()\n".to_string(),
+        "System.A: x ---> System.C: y\n   at Shop.X.Run()\n".to_string(),
+        "Exception in thread \"main\" java.lang.X: m\n\tat a.B.c(B.java:1)\n".to_string(),
+        "Exception in thread \"main\" java.lang.Y: m\n\tat a.B.c(B.java:1)\n".to_string(),
+        "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\nKeyError: 'x'\n".to_string(),
+        "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\nValueError: 'x'\n".to_string(),
+        "no frames: 12 here".to_string(),
+        "no frames: 13 here".to_string(),
+    ];
+    for _ in 0..2 {
+        for trace in &traces {
+            assert_eq!(rules.signature(trace), rules.explain(trace).template, "{trace}");
+        }
+    }
+    assert_ne!(rules.signature(&traces[3]), rules.signature(&traces[4]), ".NET's inner type is in the shape");
+    assert_ne!(rules.signature(&traces[5]), rules.signature(&traces[6]));
+    assert_eq!(rules.signature(&traces[9]), "no frames: <*> here");
+}
