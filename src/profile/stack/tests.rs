@@ -162,3 +162,28 @@ fn a_remembered_signature_is_the_computed_one() {
     assert_ne!(rules.signature(&traces[5]), rules.signature(&traces[6]));
     assert_eq!(rules.signature(&traces[9]), "no frames: <*> here");
 }
+
+/// Any cut of a trace, and any line of it doubled or dropped, gives a signature, not a panic.
+#[test]
+fn damaged_traces_never_panic() {
+    let rules = StackRules::default();
+    let dotnet = "System.A: x ---> System.B: y\n   at Shop.X.<Run>d__4.MoveNext() in C:\\x.cs:line 3\n   --- End of inner exception stack trace ---\n   at Shop.Y.Z(Int32 n)\n";
+    let go = "panic: x\n\ngoroutine 1 [running]:\nmain.(*S).h(0x0, {0x1})\n\t/app/s.go:4 +0x1\ncreated by main.main in goroutine 1\n\t/app/m.go:1 +0x2\n";
+    let python = "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n    g()\n    ^^^\nKeyError: 'x'\n";
+    let node = "TypeError: x\n    at f (/a/b.js:1:2)\n    at /a/c.js:3:4\n  [cause]: Error: y\n    at g (/a/d.js:5:6)\n";
+    for trace in [KAFKA_CONNECT, dotnet, go, python, node] {
+        for (cut, _) in trace.char_indices() {
+            rules.signature(&trace[..cut]);
+            rules.signature(&trace[cut..]);
+        }
+        let lines: Vec<&str> = trace.lines().collect();
+        for i in 0..lines.len() {
+            let mut dropped = lines.clone();
+            dropped.remove(i);
+            rules.signature(&dropped.join("\n"));
+            let mut doubled = lines.clone();
+            doubled.insert(i, lines[i]);
+            rules.signature(&doubled.join("\n"));
+        }
+    }
+}
