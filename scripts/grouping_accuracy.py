@@ -10,7 +10,9 @@ its predicted group holds exactly the lines of its true template (the grouping a
 log-parsing literature). dlqf templates every line alone (`dlqf template`): no line's template
 depends on the others. With --drain3 (needs `pip install drain3`), Drain3's default
 TemplateMiner runs on the same lines, in file order, beside it. --worst N prints, per system,
-the N true templates whose lines dlqf groups worst, to see why.
+the N true templates whose lines dlqf groups worst, to see why. --learn-from FOLDER learns
+templates from other labelled lines first (`dlqf templates learn`) and applies them (Drain3
+sees those lines first, in file order).
 """
 import argparse
 import collections
@@ -21,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 
 def find_sets(folder):
@@ -76,20 +79,32 @@ def accuracy(predicted, truth):
     return correct / len(truth)
 
 
-def dlqf_templates(dlqf, lines):
+def one_per_line(lines):
     # A message holding a newline would change line counts: each line is its first line anyway.
-    text = "".join(line.replace("\n", " ").replace("\r", " ") + "\n" for line in lines)
-    out = subprocess.run([dlqf, "template"], input=text, capture_output=True, text=True, check=True).stdout
+    return "".join(line.replace("\n", " ").replace("\r", " ") + "\n" for line in lines)
+
+
+def learn(dlqf, lines, out):
+    """`dlqf templates learn --lines` over `lines`, into the file `out`."""
+    subprocess.run([dlqf, "templates", "learn", "--lines", "-", "-o", out], input=one_per_line(lines), capture_output=True, text=True, check=True)
+
+
+def dlqf_templates(dlqf, lines, templates=None):
+    extra = ["--templates", templates] if templates else []
+    out = subprocess.run([dlqf, "template", *extra], input=one_per_line(lines), capture_output=True, text=True, check=True).stdout
     templates = out.split("\n")[: len(lines)]
     assert len(templates) == len(lines), (len(templates), len(lines))
     return templates
 
 
-def drain3_clusters(lines):
+def drain3_clusters(lines, learn_lines=()):
+    """Drain3's clusters of `lines`, after it has seen `learn_lines` first (its learning)."""
     from drain3 import TemplateMiner  # noqa: PLC0415 (optional)
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         miner = TemplateMiner()  # its defaults; it says so when no drain3.ini is found
+    for line in learn_lines:
+        miner.add_log_message(line)
     return [miner.add_log_message(line)["cluster_id"] for line in lines]
 
 
@@ -123,6 +138,8 @@ def main():
     ap.add_argument("--dlqf", default=None, help="the dlqf binary (default: the one make builds, else on PATH)")
     ap.add_argument("--drain3", action="store_true")
     ap.add_argument("--worst", type=int, default=0)
+    ap.add_argument("--learn-from", metavar="FOLDER", help="learn templates (dlqf templates learn) from the Content of "
+                    "FOLDER's CSVs first, and apply them; Drain3 sees those lines first too")
     args = ap.parse_args()
     args.dlqf = args.dlqf or default_dlqf()
     sets = find_sets(args.folder)
@@ -131,14 +148,21 @@ def main():
     print("| system | lines | true templates | dlqf groups | dlqf accuracy |" + (" Drain3 default |" if args.drain3 else ""))
     print("|---|---:|---:|---:|---:|" + ("---:|" if args.drain3 else ""))
     scores, drain_scores = [], []
+    learn_lines, templates = [], None
+    if args.learn_from:
+        for _, path in find_sets(args.learn_from):
+            learn_lines.extend(read_set(path)[0])
+        scratch = tempfile.mkdtemp()
+        templates = os.path.join(scratch, "templates.toml")
+        learn(args.dlqf, learn_lines, templates)
     for system, path in sets:
         lines, truth = read_set(path)
-        predicted = dlqf_templates(args.dlqf, lines)
+        predicted = dlqf_templates(args.dlqf, lines, templates)
         score = accuracy(predicted, truth)
         scores.append(score)
         row = f"| {system} | {len(lines)} | {len(set(truth))} | {len(set(predicted))} | {score:.3f} |"
         if args.drain3:
-            d = accuracy(drain3_clusters(lines), truth)
+            d = accuracy(drain3_clusters(lines, learn_lines), truth)
             drain_scores.append(d)
             row += f" {d:.3f} |"
         print(row)

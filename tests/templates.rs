@@ -84,3 +84,65 @@ fn rank_explain_shows_a_buckets_first_messages_and_their_masks() {
 fn dlqf_template(dir: &Dir, message: &str) -> String {
     dir.command().arg("template").stdin(format!("{message}\n")).ok().trim_end().to_string()
 }
+
+/// `templates learn` over dumps finds the word that varies in one cause's messages; rank with
+/// the file (by --templates or a profile's `templates`) puts them in one bucket, and the file's
+/// digest is part of the rules a state is sealed with.
+#[test]
+fn learned_templates_group_words_that_vary_and_enter_the_rules() {
+    let dir = Dir::new();
+    let tables = ["users", "orders", "sessions", "ledger", "carts", "refunds"];
+    let mut lines = String::new();
+    for (i, table) in tables.iter().chain(&tables).enumerate() {
+        lines.push_str(&format!(
+            "{{\"id\":\"m{i}\",\"original_topic\":\"orders\",\"error_type\":\"OperationalError\",\"error_message\":\"Failed to drop {table}\",\"last_failed_at\":\"2026-10-01T00:00:0{}Z\",\"retry_count\":1}}\n",
+            i % 10
+        ));
+    }
+    for (i, word) in ["refused", "refused", "refused", "reset"].iter().enumerate() {
+        lines.push_str(&format!(
+            "{{\"id\":\"c{i}\",\"original_topic\":\"orders\",\"error_type\":\"ConnectionError\",\"error_message\":\"connection {word} by peer\",\"last_failed_at\":\"2026-10-01T00:00:00Z\",\"retry_count\":1}}\n"
+        ));
+    }
+    dir.create("d.jsonl", &lines);
+    let run = dir.command().args(["templates", "learn", "--profile", "envelope", "d.jsonl", "-o", "t.toml"]).expect_code(0);
+    assert!(run.stderr.contains("1 patterns learned from 16 messages"), "{}", run.stderr);
+    let file = dir.read("t.toml");
+    assert!(file.contains("template = \"Failed to drop <?>\""), "{file}");
+    assert!(!file.contains("connection"), "two causes that differ by a word stay apart: {file}");
+
+    let buckets = |extra: &[&str]| {
+        let report = dir.command().args(["rank", "--profile", "envelope", "d.jsonl", "--format", "json"]).args(extra).json();
+        let mut messages: Vec<(String, u64)> =
+            report["buckets"].as_array().unwrap().iter().map(|b| (b["signature"]["error_message"].as_str().unwrap().to_string(), b["count"].as_u64().unwrap())).collect();
+        messages.sort();
+        messages
+    };
+    assert_eq!(buckets(&[]).len(), 8, "six tables and two connection causes");
+    let learned = buckets(&["--templates", "t.toml"]);
+    assert_eq!(learned, [("Failed to drop <*>".to_string(), 12), ("connection refused by peer".to_string(), 3), ("connection reset by peer".to_string(), 1)]);
+    // A profile naming the file, relative to its folder, reads the same.
+    dir.create("p/orders.toml", "id = \"id\"\ntime = \"last_failed_at\"\n[[signature]]\nfield = \"error_message\"\nnormalize = \"template\"\ntemplates = \"../t.toml\"\n");
+    let report = dir.command().args(["rank", "--profile", "p/orders.toml", "d.jsonl", "--format", "json"]).json();
+    assert_eq!(report["buckets"][0]["signature"]["error_message"], "Failed to drop <*>");
+    // States made with and without the file do not merge.
+    dir.command().args(["rank", "--profile", "envelope", "d.jsonl", "--templates", "t.toml", "-o", "with.state"]).ok();
+    dir.create("e.jsonl", lines.replace("\"id\":\"", "\"id\":\"e"));
+    dir.command().args(["rank", "--profile", "envelope", "e.jsonl", "-o", "without.state"]).ok();
+    let run = dir.command().args(["rank", "with.state", "without.state"]).expect_code(1);
+    assert!(run.stderr.contains("made with profile `envelope`"), "{}", run.stderr);
+    // A file that is not one is a usage error naming it.
+    dir.create("bad.toml", "format = \"other\"\n");
+    let run = dir.command().args(["rank", "--profile", "envelope", "d.jsonl", "--templates", "bad.toml"]).expect_code(2);
+    assert!(run.stderr.contains("--templates: bad.toml"), "{}", run.stderr);
+}
+
+/// Learning from lines of text, and `template --templates` applying the file to each line.
+#[test]
+fn templates_learn_reads_lines_and_template_applies_the_file() {
+    let dir = Dir::new();
+    dir.create("m.txt", "Failed to drop users\nFailed to drop orders\nFailed to drop carts\nFailed to drop jobs\n");
+    dir.command().args(["templates", "learn", "--lines", "m.txt", "-o", "t.toml"]).ok();
+    let out = dir.command().args(["template", "--templates", "t.toml", "--explain"]).stdin("Failed to drop invoices\nFailed to create users\n").ok();
+    assert_eq!(out, "Failed to drop <*>\n    learned: Failed to drop <*>\nFailed to create users\n");
+}

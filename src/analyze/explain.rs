@@ -29,7 +29,7 @@ pub fn examples(scan: &Scan, inputs: &[Input], profile: &Profile, values: &[Stri
     let templated: Vec<(&str, &Normalizer)> = profile
         .signature
         .iter()
-        .filter(|s| matches!(s.normalizer, Normalizer::Template | Normalizer::Stack(_)))
+        .filter(|s| matches!(s.normalizer, Normalizer::Template | Normalizer::LearnedTemplate(_) | Normalizer::Stack(_)))
         .map(|s| (s.field.as_str(), &s.normalizer))
         .collect();
     let mut found = Vec::new();
@@ -51,6 +51,14 @@ pub fn examples(scan: &Scan, inputs: &[Input], profile: &Profile, values: &[Stri
                     };
                     let (label, explained) = match normalizer {
                         Normalizer::Stack(rules) => ("stack", rules.explain(&raw)),
+                        Normalizer::LearnedTemplate(learned) => {
+                            let mut explained = template::explain(&raw);
+                            if let Some(pattern) = learned.apply(&explained.template) {
+                                explained.masks.push(template::Mask { rule: "learned", value: pattern.to_string() });
+                                explained.template = pattern.to_string();
+                            }
+                            ("template", explained)
+                        }
                         _ => ("template", template::explain(&raw)),
                     };
                     ExplainedField { field: field.to_string(), raw, label, explained }

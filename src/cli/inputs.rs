@@ -35,6 +35,10 @@ pub struct InputArgs {
     #[arg(long, value_name = "FILE")]
     pub classification: Option<PathBuf>,
 
+    /// Learned templates (`dlqf templates learn`) applied after the profile's template rules.
+    #[arg(long, value_name = "FILE")]
+    pub templates: Option<PathBuf>,
+
     /// Only failures at or after this time (RFC 3339, a date, or an age like 7d, 12h).
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
@@ -155,6 +159,10 @@ impl InputArgs {
         let mut profile = Profile::load(&self.profile)?;
         if let Some(path) = &self.classification {
             profile = profile.with_classification(path).map_err(|e| UsageError(format!("{e:#}")))?;
+        }
+        if let Some(path) = &self.templates {
+            let learned = std::sync::Arc::new(dlqf::profile::learned::Learned::load(path).map_err(|e| UsageError(format!("--templates: {e:#}")))?);
+            profile = profile.with_learned(learned).map_err(|e| UsageError(format!("--templates: {e:#}")))?;
         }
         let mut window = self.window()?;
         window.since = window.since.max(extra.since);

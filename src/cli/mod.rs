@@ -12,6 +12,7 @@ mod rank;
 mod returned;
 mod show;
 mod template;
+mod templates;
 mod trend;
 
 use std::process::ExitCode;
@@ -78,6 +79,7 @@ enum Command {
     Returned(returned::Args),
     Query(query::Args),
     Template(template::Args),
+    Templates(templates::Args),
     Gen(gen::Args),
 }
 
@@ -102,6 +104,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Returned(args) => returned::run(args),
         Command::Query(args) => query::run(args),
         Command::Template(args) => template::run(args),
+        Command::Templates(args) => templates::run(args),
         Command::Gen(args) => gen::run(args),
     }
 }

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use dlqf::profile::learned::Learned;
 use dlqf::profile::template;
 use dlqf::storage::{Location, Storage};
 
@@ -28,10 +29,18 @@ pub struct Args {
     /// After each template, the values each rule masked (rule: value), indented.
     #[arg(long)]
     explain: bool,
+
+    /// Learned templates (`dlqf templates learn`) applied after the rules.
+    #[arg(long, value_name = "FILE")]
+    templates: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let storage = Storage::new();
+    let learned = match &args.templates {
+        Some(path) => Some(Learned::load(path).map_err(|e| super::UsageError(format!("--templates: {e:#}")))?),
+        None => None,
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for input in &args.inputs {
         let mut reader = BufReader::new(storage.open(input)?);
@@ -44,14 +53,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
             // A message that is not valid UTF-8 is templated with U+FFFD where its bad bytes were.
             let line = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
             let line = line.strip_suffix('\r').unwrap_or(&line);
+            let mut explained = template::explain(line);
+            if let Some(pattern) = learned.as_ref().and_then(|l| l.apply(&explained.template)) {
+                explained.masks.push(template::Mask { rule: "learned", value: pattern.to_string() });
+                explained.template = pattern.to_string();
+            }
+            writeln!(out, "{}", explained.template)?;
             if args.explain {
-                let explained = template::explain(line);
-                writeln!(out, "{}", explained.template)?;
                 for mask in &explained.masks {
                     writeln!(out, "    {}: {}", mask.rule, mask.value)?;
                 }
-            } else {
-                writeln!(out, "{}", template::template(line))?;
             }
         }
     }

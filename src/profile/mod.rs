@@ -4,6 +4,7 @@
 
 mod builtin;
 pub mod classify;
+pub mod learned;
 mod root_cause;
 pub mod stack;
 pub mod template;
@@ -33,6 +34,8 @@ pub enum Normalizer {
     /// A stack trace's root cause: the innermost exception's type and the template of its
     /// message (a plain message: its template), so one generic wrapper hides no cause.
     RootCause,
+    /// A message template, then the learned pattern it matches, if any (see `learned`).
+    LearnedTemplate(Arc<learned::Learned>),
     /// A stack trace as its root cause's type and first in-app frames (see `stack`).
     Stack(stack::StackRules),
     /// An error category: the field's value lowercased when present, otherwise classified
@@ -44,7 +47,7 @@ impl Normalizer {
     /// Normalisers that need the whole row (or are costly) run per row; the cheap ones run
     /// once per distinct raw value after grouping, which is where the speed comes from.
     pub fn is_per_row(&self) -> bool {
-        matches!(self, Normalizer::Template | Normalizer::RootCause | Normalizer::Stack(_) | Normalizer::Category { .. })
+        matches!(self, Normalizer::Template | Normalizer::LearnedTemplate(_) | Normalizer::RootCause | Normalizer::Stack(_) | Normalizer::Category { .. })
     }
 
     pub fn apply(&self, raw: &str) -> String {
@@ -53,6 +56,10 @@ impl Normalizer {
             Normalizer::Trim => raw.trim().to_string(),
             Normalizer::Lower => raw.trim().to_lowercase(),
             Normalizer::Template => template::template(raw),
+            Normalizer::LearnedTemplate(learned) => {
+                let template = template::template(raw);
+                learned.apply(&template).map_or(template.clone(), str::to_string)
+            }
             Normalizer::RootCause => root_cause(raw),
             Normalizer::Stack(rules) => rules.signature(raw),
             Normalizer::Category { .. } => raw.trim().to_lowercase(),
@@ -190,6 +197,21 @@ impl Profile {
         Ok(self)
     }
 
+    /// The profile with learned templates applied after every `template` field's rules.
+    pub fn with_learned(mut self, learned: Arc<learned::Learned>) -> Result<Profile> {
+        let mut any = false;
+        for field in &mut self.signature {
+            if matches!(field.normalizer, Normalizer::Template | Normalizer::LearnedTemplate(_)) {
+                field.normalizer = Normalizer::LearnedTemplate(learned.clone());
+                any = true;
+            }
+        }
+        if !any {
+            bail!("profile `{}` has no field normalised with `template`: learned templates apply to none", self.name);
+        }
+        Ok(self)
+    }
+
     pub fn signature_names(&self) -> Vec<String> {
         self.signature.iter().map(|s| s.field.clone()).collect()
     }
@@ -248,6 +270,9 @@ struct SignatureFile {
     field_type: String,
     type_field: Option<String>,
     message_field: Option<String>,
+    /// For `normalize = "template"`: a file of learned templates (`dlqf templates learn`),
+    /// relative to the profile's folder.
+    templates: Option<String>,
     /// For `normalize = "stack"`: how many frames, and which are the application's.
     frames: Option<usize>,
     in_app: Option<Vec<String>>,
@@ -268,7 +293,7 @@ fn from_toml_file(path: &Path) -> Result<Profile> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!("profile `{}`: not a built-in profile ({}) and not a readable file", path.display(), BUILT_IN.join(", "))
     })?;
-    from_toml(&text, &path.display().to_string())
+    from_toml_in(&text, &path.display().to_string(), path.parent().unwrap_or(Path::new(".")))
 }
 
 /// A field expression of a profile, or an error naming the profile and what is wrong.
@@ -277,6 +302,11 @@ fn expr(text: &str, origin: &str) -> Result<FieldExpr> {
 }
 
 pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
+    from_toml_in(text, origin, Path::new("."))
+}
+
+/// A profile's TOML, the files it names (learned templates) read from `base`.
+fn from_toml_in(text: &str, origin: &str, base: &Path) -> Result<Profile> {
     let file: ProfileFile = toml::from_str(text).with_context(|| format!("profile {origin}"))?;
     if file.signature.is_empty() {
         bail!("profile {origin}: `signature` needs at least one field");
@@ -301,6 +331,14 @@ pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
                 "profile {origin}: field `{}`: unknown normaliser `{other}` (expected none, trim, lower, template, root_cause, stack or category)",
                 s.field
             ),
+        };
+        let normalizer = match (&s.templates, normalizer) {
+            (None, normalizer) => normalizer,
+            (Some(file), Normalizer::Template) => {
+                let path = base.join(file);
+                Normalizer::LearnedTemplate(Arc::new(learned::Learned::load(&path).with_context(|| format!("profile {origin}: field `{}`", s.field))?))
+            }
+            (Some(_), _) => bail!("profile {origin}: field `{}`: templates apply to normalize = \"template\" only", s.field),
         };
         let stack_options = s.frames.is_some() || s.in_app.is_some() || s.not_in_app.is_some();
         if stack_options && !matches!(normalizer, Normalizer::Stack(_)) {
