@@ -95,13 +95,13 @@ fn learned_templates_group_words_that_vary_and_enter_the_rules() {
     let mut lines = String::new();
     for (i, table) in tables.iter().chain(&tables).enumerate() {
         lines.push_str(&format!(
-            "{{\"id\":\"m{i}\",\"original_topic\":\"orders\",\"error_type\":\"OperationalError\",\"error_message\":\"Failed to drop {table}\",\"last_failed_at\":\"2026-10-01T00:00:0{}Z\",\"retry_count\":1}}\n",
+            "{{\"id\":\"m{i}\",\"original_topic\":\"orders\",\"error_type\":\"OperationalError\",\"error_message\":\"Failed to drop {table}\",\"original_value\":{{\"n\":{i}}},\"last_failed_at\":\"2026-10-01T00:00:0{}Z\",\"retry_count\":1}}\n",
             i % 10
         ));
     }
     for (i, word) in ["refused", "refused", "refused", "reset"].iter().enumerate() {
         lines.push_str(&format!(
-            "{{\"id\":\"c{i}\",\"original_topic\":\"orders\",\"error_type\":\"ConnectionError\",\"error_message\":\"connection {word} by peer\",\"last_failed_at\":\"2026-10-01T00:00:00Z\",\"retry_count\":1}}\n"
+            "{{\"id\":\"c{i}\",\"original_topic\":\"orders\",\"error_type\":\"ConnectionError\",\"error_message\":\"connection {word} by peer\",\"original_value\":{{\"n\":{i}}},\"last_failed_at\":\"2026-10-01T00:00:00Z\",\"retry_count\":1}}\n"
         ));
     }
     dir.create("d.jsonl", &lines);
@@ -131,6 +131,14 @@ fn learned_templates_group_words_that_vary_and_enter_the_rules() {
     dir.command().args(["rank", "--profile", "envelope", "e.jsonl", "-o", "without.state"]).ok();
     let run = dir.command().args(["rank", "with.state", "without.state"]).expect_code(1);
     assert!(run.stderr.contains("made with profile `envelope`"), "{}", run.stderr);
+    // A manifest records the rules its signatures were made with, the file's digest in them.
+    let rules = |extra: &[&str], name: &str| {
+        dir.command().args(["plan", "--profile", "envelope", "d.jsonl", "-o", name]).args(extra).ok();
+        let header: serde_json::Value = serde_json::from_str(dir.read(name).lines().next().unwrap()).unwrap();
+        header["rules"].as_str().unwrap().to_string()
+    };
+    let (with, without) = (rules(&["--templates", "t.toml"], "with.manifest"), rules(&[], "without.manifest"));
+    assert!(with.starts_with("sha256:") && without.starts_with("sha256:") && with != without, "{with} {without}");
     // A file that is not one is a usage error naming it.
     dir.create("bad.toml", "format = \"other\"\n");
     let run = dir.command().args(["rank", "--profile", "envelope", "d.jsonl", "--templates", "bad.toml"]).expect_code(2);

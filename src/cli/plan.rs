@@ -89,6 +89,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         created_at: timestamp::format_micros(now - now % 1_000_000),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         profile: prepared.profile.name.clone(),
+        rules: dlqf::state::Rules::of(&prepared.profile).rules,
         inputs: prepared.inputs.iter().map(stamp).collect(),
         policy: serde_json::to_value(&policy)?,
         fixes: if fixes.fix.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&fixes)? },

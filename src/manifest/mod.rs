@@ -104,6 +104,10 @@ pub struct Header {
     pub created_at: String,
     pub tool_version: String,
     pub profile: String,
+    /// `sha256:` of the rules that decided each entry's signature (fields, normalisers,
+    /// learned templates, categories), as a state's `rules` (empty in older manifests).
+    #[serde(default)]
+    pub rules: String,
     pub inputs: Vec<InputStamp>,
     pub policy: Value,
     /// The repairs applied at plan time (`--fix`), if any.
@@ -218,6 +222,7 @@ mod tests {
             created_at: "2026-11-29T00:00:00Z".into(),
             tool_version: "0".into(),
             profile: "vision".into(),
+            rules: String::new(),
             inputs: vec![InputStamp { path: "d.jsonl".into(), size: Some(1), modified: None }],
             policy: serde_json::json!({"max_attempts": 2}),
             fixes: Value::Null,
