@@ -113,6 +113,7 @@ fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
         Cell::Bool(v) => Cell::Bool(*v),
         Cell::Time(v) => Cell::Time(*v),
         Cell::Nested(kind) => Cell::Nested(kind),
+        Cell::Lines(text) => Cell::Lines(Cow::Borrowed(text.as_ref())),
     }
 }
 

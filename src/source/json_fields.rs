@@ -1,6 +1,7 @@
 //! A validating JSON object scanner that keeps only named top-level fields. It checks the whole
 //! line's syntax like a full parser, but never builds values it does not need.
 
+use std::borrow::Cow;
 use super::json_shape::{Shape, ShapeRecorder};
 use super::json_tree::{FieldTree, NODE};
 use super::layout::Cell;
@@ -269,11 +270,52 @@ pub(super) fn value_at<'a>(p: &mut Parser<'a>, depth: usize) -> Result<Cell<'a>,
             Cell::Nested("object")
         }
         Some(b'[') => {
-            p.skip_value(depth)?;
-            Cell::Nested("array")
+            let start = p.pos();
+            match string_items(p) {
+                Some(lines) => Cell::Lines(lines),
+                None => {
+                    p.seek(start);
+                    p.skip_value(depth)?;
+                    Cell::Nested("array")
+                }
+            }
         }
         None => return Err(p.error("EOF while parsing a value")),
         _ => return Err(p.error("expected a value")),
+    })
+}
+
+/// A non-empty array of strings at the parser, its items joined by newlines; None (the
+/// parser left anywhere) for any other array.
+fn string_items<'a>(p: &mut Parser<'a>) -> Option<Cow<'a, str>> {
+    p.seek(p.pos() + 1);
+    p.ws();
+    let mut items: Vec<Cow<'a, str>> = Vec::new();
+    if p.peek() == Some(b']') {
+        return None; // no line at all: an empty array
+    }
+    loop {
+        if p.peek() != Some(b'"') {
+            return None;
+        }
+        p.seek(p.pos() + 1);
+        items.push(p.string_body().ok()?);
+        p.ws();
+        match p.peek()? {
+            b',' => {
+                p.seek(p.pos() + 1);
+                p.ws();
+            }
+            b']' => {
+                p.seek(p.pos() + 1);
+                break;
+            }
+            _ => return None,
+        }
+    }
+    Some(match items.len() {
+        1 => items.pop().expect("one item"),
+        _ => Cow::Owned(items.join("\n")),
     })
 }
 

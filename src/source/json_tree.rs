@@ -419,6 +419,8 @@ mod tests {
             r#"{"a":{"b":[10,{"c":"d"}],"e":null},"h":[{"key":"x","value":"1"},{"key":"x","value":"2"}],"f":"g"}"#,
             r#"{"a" : {"b" : [ 10 , { "c" : "d\"e" } ]} , "h" : ["x","1","y",{"z":true}] }"#,
             r#"{"a":[],"h":[["x",1],["y",[2]]],"f":{"\u0041":"k"}}"#,
+            // A leaf holding strings only reads as their lines (a stack trace a frame an item).
+            r#"{"a":{"e":["at f (x.js:1:2)","at g (\"y\".js:3:4)"]},"missing":["x",1]}"#,
         ];
         let paths = ["a", "a.b", "a.b[1].c", "a.e", "h.x", "h.y", "h[0]", "f.A", "missing"];
         for doc in docs {

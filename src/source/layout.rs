@@ -28,6 +28,9 @@ pub enum Cell<'a> {
     Time(i64),
     /// An object, array or binary value.
     Nested(&'static str),
+    /// An array whose items are all strings, joined by newlines: a stack trace written a
+    /// frame an item (Lambda's `stackTrace`). Text to a `stack` field only; an array to the rest.
+    Lines(Cow<'a, str>),
 }
 
 impl Cell<'_> {
@@ -40,6 +43,7 @@ impl Cell<'_> {
             Cell::Bool(_) => "boolean",
             Cell::Time(_) => "timestamp",
             Cell::Nested(kind) => kind,
+            Cell::Lines(_) => "array",
         }
     }
 
@@ -54,6 +58,7 @@ impl Cell<'_> {
             Cell::Bool(v) => Cell::Bool(v),
             Cell::Time(v) => Cell::Time(v),
             Cell::Nested(kind) => Cell::Nested(kind),
+            Cell::Lines(text) => Cell::Lines(Cow::Owned(text.into_owned())),
         }
     }
 
@@ -65,7 +70,10 @@ impl Cell<'_> {
             Some(Value::Bool(b)) => Cell::Bool(*b),
             Some(Value::Number(n)) => n.as_i64().map_or_else(|| Cell::Float(n.as_f64().unwrap_or(f64::NAN)), Cell::Int),
             Some(Value::String(s)) => Cell::Str(Cow::Owned(s.clone())),
-            Some(Value::Array(_)) => Cell::Nested("array"),
+            Some(Value::Array(items)) => match items.iter().map(Value::as_str).collect::<Option<Vec<&str>>>() {
+                Some(lines) if !lines.is_empty() => Cell::Lines(Cow::Owned(lines.join("\n"))),
+                _ => Cell::Nested("array"),
+            },
             Some(Value::Object(_)) => Cell::Nested("object"),
         }
     }
@@ -240,7 +248,8 @@ impl Layout {
             let cell = match resolve(&slot.field, cells, context) {
                 // An optional field that holds an object or array, or cannot be decoded,
                 // reads as absent: it is no text to group by.
-                Ok(Cell::Nested(_)) | Err(_) if !slot.required => Cell::Missing,
+                Ok(Cell::Lines(text)) if matches!(slot.normalizer, Normalizer::Stack(_)) => Cell::Str(text),
+                Ok(Cell::Nested(_) | Cell::Lines(_)) | Err(_) if !slot.required => Cell::Missing,
                 Ok(cell) => cell,
                 Err(reason) => return Err(reason),
             };

@@ -208,11 +208,17 @@ def lambda_records():
         for i in range(n):
             rid = str(uuid.UUID(int=rng.getrandbits(128)))
             t = when(i)
-            cause = rng.choice(["keyerror", "timeout", "crash", "validation", "expired"])
+            cause = rng.choice(["keyerror", "keyerror_customer", "timeout", "crash", "validation", "expired"])
             count = 3
             response = None
             if cause == "keyerror":
                 response = {"errorMessage": "'sku'", "errorType": "KeyError", "requestId": "", "stackTrace": ["  File \"/var/task/app.py\", line 12, in handler\n    sku = item['sku']\n"]}
+            elif cause == "keyerror_customer":
+                # The same error type and templated message, raised elsewhere: another cause,
+                # told apart by the stack trace only.
+                response = {"errorMessage": "'customer_id'", "errorType": "KeyError", "requestId": "",
+                            "stackTrace": ["  File \"/var/task/app.py\", line 30, in handler\n    return load_customer(event)\n",
+                                           "  File \"/var/task/customers.py\", line 7, in load_customer\n    customer = event['customer_id']\n"]}
             elif cause == "timeout":
                 response = {"errorMessage": f"{t:%Y-%m-%dT%H:%M:%S.%f}Z {rid} Task timed out after 3.00 seconds", "errorType": "Sandbox.Timedout"}
             elif cause == "crash":

@@ -13,14 +13,15 @@ pub struct InApp {
 }
 
 /// Module prefixes that are never the application's, per language.
-const JVM: [&str; 21] = [
+const JVM: [&str; 22] = [
     "java.", "javax.", "jdk.", "sun.", "com.sun.", "kotlin.", "kotlinx.", "scala.", "org.apache.", "org.springframework.",
     "io.confluent.", "com.fasterxml.", "org.slf4j.", "io.netty.", "reactor.", "org.junit.", "com.google.", "org.hibernate.", "akka.",
-    "okhttp3.", "software.amazon.",
+    "okhttp3.", "software.amazon.", "lambdainternal.",
 ];
 const DOTNET: [&str; 5] = ["System.", "Microsoft.", "Newtonsoft.", "Npgsql.", "Polly."];
-const PYTHON_PATHS: [&str; 6] = ["site-packages", "dist-packages", "/lib/python", "\\lib\\", "<frozen", "importlib"];
-const NODE_PATHS: [&str; 3] = ["node_modules", "node:", "internal/"];
+// `/var/runtime/` is AWS Lambda's runtime, in every language.
+const PYTHON_PATHS: [&str; 7] = ["site-packages", "dist-packages", "/lib/python", "\\lib\\", "<frozen", "importlib", "/var/runtime/"];
+const NODE_PATHS: [&str; 4] = ["node_modules", "node:", "internal/", "/var/runtime/"];
 
 impl InApp {
     pub fn contains(&self, language: Language, frame: &Frame) -> bool {

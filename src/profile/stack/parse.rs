@@ -44,7 +44,8 @@ pub enum Language {
 pub fn root_cause(trace: &str) -> Option<(Language, Exception<'_>)> {
     let lines: Vec<&str> = trace.lines().map(str::trim_end).collect();
     let first = lines.iter().find(|l| !l.trim().is_empty())?.trim_start();
-    let found = if lines.iter().any(|l| l.trim_start().starts_with("Traceback (most recent call last):")) {
+    let python_frames = || lines.iter().any(|l| l.trim_start().starts_with("File \"") && l.contains("\", line "));
+    let found = if lines.iter().any(|l| l.trim_start().starts_with("Traceback (most recent call last):")) || python_frames() {
         python(&lines).map(|e| (Language::Python, e))
     } else if first.starts_with("panic: ") || lines.iter().any(|l| l.starts_with("goroutine ") && l.ends_with("]:")) {
         go(&lines).map(|e| (Language::Go, e))
@@ -75,8 +76,18 @@ fn at_frames<'a>(lines: &[&'a str]) -> Option<(Language, Exception<'a>)> {
     let mut suppressed = false;
     for line in lines {
         let t = line.trim_start();
-        if let Some(frame) = t.strip_prefix("at ") {
-            let (lang, frame) = at_frame(frame, line)?;
+        // Lambda's lists may hold frames without `at `: `example.Handler.handle(Handler.java:34)`,
+        // `exports.handler (/var/task/index.js:18:18)`.
+        let bare_java = || {
+            let one_name = t.split_once(" (").map_or(!t.contains(' '), |(name, rest)| !name.contains(' ') && !rest.contains(' '));
+            one_name.then(|| at_frame(t, line)).flatten().filter(|(lang, _)| matches!(lang, Language::Java | Language::Node))
+        };
+        let frame = t.strip_prefix("at ").and_then(|frame| at_frame(frame, line)).or_else(bare_java);
+        if let Some((lang, frame)) = frame {
+            if chain.is_empty() {
+                // Frames with no exception line before them (Lambda's stackTrace): the type is elsewhere.
+                chain.push(Exception::default());
+            }
             language.get_or_insert(lang);
             if suppressed {
                 continue;
@@ -86,7 +97,9 @@ fn at_frames<'a>(lines: &[&'a str]) -> Option<(Language, Exception<'a>)> {
             } else if let Some(current) = chain.last_mut() {
                 current.frames.push(frame);
             }
-        } else if t.starts_with("--- End of inner exception stack trace ---") {
+            continue;
+        }
+        if t.starts_with("--- End of inner exception stack trace ---") {
             dotnet_blocks.push(Vec::new());
         } else if t.starts_with("--- End of stack trace from previous location") || (t.starts_with("...") && t.ends_with("more")) {
             continue;
@@ -202,9 +215,10 @@ fn dotnet_async(module: String, function: String) -> (String, String) {
 /// Python: the first traceback of a chain is the original error (the later ones were raised
 /// while handling it); its frames are printed outermost first, so they are reversed.
 fn python<'a>(lines: &[&'a str]) -> Option<Exception<'a>> {
-    let start = lines.iter().position(|l| l.trim_start().starts_with("Traceback (most recent call last):"))?;
+    // Lambda's stackTrace holds the frames alone, with no header and no exception line.
+    let start = lines.iter().position(|l| l.trim_start().starts_with("Traceback (most recent call last):")).map_or(0, |at| at + 1);
     let mut frames = Vec::new();
-    let mut i = start + 1;
+    let mut i = start;
     while i < lines.len() {
         let line = lines[i];
         let t = line.trim_start();
@@ -227,7 +241,8 @@ fn python<'a>(lines: &[&'a str]) -> Option<Exception<'a>> {
         }
         i += 1;
     }
-    None
+    frames.reverse();
+    Some(Exception { kind: "", message: "", frames })
 }
 
 /// Go: `panic: message`, then the panicking goroutine's frames (a function line, then its file

@@ -187,3 +187,22 @@ fn damaged_traces_never_panic() {
         }
     }
 }
+
+/// Lambda's `stackTrace` is a list of frames, no exception line (its type is `errorType`):
+/// Python's and Node's as their runtimes print them, Java's without `at`.
+#[test]
+fn lambdas_frame_lists() {
+    let python = "  File \"/var/task/lambda_function.py\", line 8, in lambda_handler\n    return process(event)\n\n  File \"/var/task/orders.py\", line 21, in process\n    sku = item['sku']\n";
+    assert_eq!(signature(python), "? at orders.process (sku = item['sku']), lambda_function.lambda_handler");
+    let node = "TypeError: Cannot read properties of undefined (reading 'sku')\n    at Runtime.handler (file:///var/task/index.mjs:5:11)\n    at Runtime.handleOnceNonStreaming (file:///var/runtime/index.mjs:1173:29)";
+    assert_eq!(signature(node), "TypeError at index.Runtime.handler");
+    let java = "example.Handler.handleRequest(Handler.java:34)\njava.base/jdk.internal.reflect.DirectMethodHandleAccessor.invoke(Unknown Source)\nexample.Orders.load(Orders.java:12)";
+    assert_eq!(signature(java), "? at example.Handler.handleRequest, example.Orders.load");
+}
+
+#[test]
+fn a_node_frame_without_at_is_a_frame() {
+    assert_eq!(signature("exports.handler (/var/task/index.js:18:18)"), "? at index.exports.handler");
+    // A sentence with brackets is no frame.
+    assert_eq!(signature("order 7 failed (see the log)"), "order <*> failed (see the log)");
+}
