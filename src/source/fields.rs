@@ -114,6 +114,7 @@ fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
         Cell::Time(v) => Cell::Time(*v),
         Cell::Nested(kind) => Cell::Nested(kind),
         Cell::Lines(text) => Cell::Lines(Cow::Borrowed(text.as_ref())),
+        Cell::Escaped(raw) => Cell::Escaped(raw),
     }
 }
 

@@ -202,8 +202,15 @@ impl Shape {
                     let stop = unsafe { *chunk.get_unchecked(end) };
                     if stop != b'"' {
                         let named = step.slot != NO_SLOT;
-                        let (text, end) = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named))??;
-                        if let Some(text) = text {
+                        let kept = named && tree.keeps_escaped(step.slot as usize);
+                        let (text, end) = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named && !kept))??;
+                        if kept {
+                            // SAFETY: `escaped_string` checked these bytes are UTF-8 (and every
+                            // escape in them) before it returned.
+                            let raw = unsafe { std::str::from_utf8_unchecked(&chunk[pos..=end]) };
+                            // SAFETY: every slot is below `self.cells <= cells.len()`.
+                            overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Escaped(raw));
+                        } else if let Some(text) = text {
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
                             overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(text));
                             borrowed = false;

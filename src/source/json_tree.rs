@@ -19,6 +19,9 @@ pub struct FieldTree {
     /// Each root's cells, when it is a node: set back to `Missing` before a walk, so that a
     /// header this line lacks is not the last line's.
     node_cells: Vec<Vec<usize>>,
+    /// Cells whose strings a raw read may leave escaped (`Cell::Escaped`): read by a
+    /// normaliser that needs no unescaped text for most rows (a stack signature).
+    escaped: Vec<bool>,
 }
 
 #[derive(Debug)]
@@ -71,12 +74,22 @@ impl FieldTree {
             }
         }
         tree.node_cells = tree.roots.iter().map(|(_, t)| if matches!(t, Target::Node(_)) { cells_of(t) } else { Vec::new() }).collect();
+        tree.escaped = vec![false; leaves.len()];
         tree
+    }
+
+    /// Lets raw reads leave cell `cell`'s strings escaped.
+    pub fn keep_escaped(&mut self, cell: usize) {
+        self.escaped[cell] = true;
+    }
+
+    pub(super) fn keeps_escaped(&self, cell: usize) -> bool {
+        self.escaped.get(cell).copied().unwrap_or(false)
     }
 
     /// A tree of top-level fields only: cell `i` is `names[i]`.
     pub fn flat(names: &[String]) -> FieldTree {
-        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect(), node_cells: vec![Vec::new(); names.len()] }
+        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect(), node_cells: vec![Vec::new(); names.len()], escaped: vec![false; names.len()] }
     }
 
     /// How many cells the tree fills: one more than its highest.

@@ -28,6 +28,9 @@ pub enum Cell<'a> {
     Time(i64),
     /// An object, array or binary value.
     Nested(&'static str),
+    /// A JSON string as written, its escapes in place, with its closing quote (a raw read
+    /// leaves a stack trace so: most rows' signatures need no unescaped text).
+    Escaped(&'a str),
     /// An array whose items are all strings, joined by newlines: a stack trace written a
     /// frame an item (Lambda's `stackTrace`). Text to a `stack` field only; an array to the rest.
     Lines(Cow<'a, str>),
@@ -38,7 +41,7 @@ impl Cell<'_> {
         match self {
             Cell::Missing => "missing",
             Cell::Null => "null",
-            Cell::Str(_) => "string",
+            Cell::Str(_) | Cell::Escaped(_) => "string",
             Cell::Int(_) | Cell::Float(_) => "number",
             Cell::Bool(_) => "boolean",
             Cell::Time(_) => "timestamp",
@@ -59,6 +62,7 @@ impl Cell<'_> {
             Cell::Time(v) => Cell::Time(v),
             Cell::Nested(kind) => Cell::Nested(kind),
             Cell::Lines(text) => Cell::Lines(Cow::Owned(text.into_owned())),
+            Cell::Escaped(raw) => Cell::Str(Cow::Owned(unescape(raw).into_owned())),
         }
     }
 
@@ -81,6 +85,7 @@ impl Cell<'_> {
     pub fn as_text(&self) -> Option<Cow<'_, str>> {
         match self {
             Cell::Str(s) => Some(Cow::Borrowed(s.as_ref())),
+            Cell::Escaped(raw) => Some(unescape(raw)),
             Cell::Int(v) => Some(Cow::Owned(v.to_string())),
             Cell::Float(v) => Some(Cow::Owned(v.to_string())),
             Cell::Bool(v) => Some(Cow::Owned(v.to_string())),
@@ -88,6 +93,11 @@ impl Cell<'_> {
             _ => None,
         }
     }
+}
+
+/// The text of a string a raw read left escaped (`Cell::Escaped`: checked when read).
+pub fn unescape(raw: &str) -> Cow<'_, str> {
+    crate::json_scan::Parser::with_kernel(raw, crate::json_scan::Kernel::detected()).string_body().expect("an escaped cell was checked when read")
 }
 
 /// What a row contributes besides its signature.
@@ -185,9 +195,17 @@ impl Layout {
             };
             Some(DirectColumns { id: top(id)?, time: top(&time)?, attempts, signature: slots.iter().map(|s| top(&s.field)).collect::<Option<_>>()? })
         })();
+        let mut tree = FieldTree::new(&leaves);
+        // A stack field's string may stay escaped: its signature is remembered by the shape
+        // of the text as written.
+        for slot in slots.iter().filter(|s| matches!(s.normalizer, Normalizer::Stack(_))) {
+            if let Some(leaf) = slot.field.plain() {
+                tree.keep_escaped(leaf);
+            }
+        }
         Layout {
             columns,
-            tree: FieldTree::new(&leaves),
+            tree,
             leaves,
             id,
             id_missing: profile.id.missing,
@@ -324,6 +342,11 @@ impl Layout {
     /// One signature part of a row that is not a string kept as it is: normalised now, taken
     /// from a number, or why the row is rejected.
     fn signature_part(&self, slot: &Slot, cell: &Cell, cells: &[Cell], context: &RowContext, key: &mut Vec<u8>) -> Result<(), String> {
+        // A stack trace left escaped by a raw read: its signature from the text as written.
+        if let (Normalizer::Stack(rules), Cell::Escaped(raw)) = (&slot.normalizer, cell) {
+            rules.with_signature_escaped(raw, |raw| unescape(raw).into_owned(), |signature| push_part(key, signature));
+            return Ok(());
+        }
         let name = &slot.field.name;
         match &slot.normalizer {
             Normalizer::Category { .. } => {
@@ -476,6 +499,7 @@ fn text_of<'a>(cell: &'a Cell<'a>, field_type: FieldType, name: &str) -> Result<
     match cell {
         Cell::Missing | Cell::Null => Ok(None),
         Cell::Str(s) => Ok(Some(Cow::Borrowed(s.as_ref()))),
+        Cell::Escaped(raw) => Ok(Some(unescape(raw))),
         Cell::Int(_) | Cell::Float(_) | Cell::Bool(_) if field_type == FieldType::Scalar => Ok(cell.as_text()),
         other => Err(format!("field `{name}`: expected a string, got {}", other.kind())),
     }

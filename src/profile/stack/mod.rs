@@ -58,6 +58,20 @@ impl StackRules {
         shape::with_remembered(&self.written, trace, compute, with)
     }
 
+    /// `with_signature` for a trace still written as a JSON string (its escapes in place, its
+    /// closing quote last): remembered by the shape of the text as written, so a row whose
+    /// shape was seen needs no unescaping. `unescape` gives the text when it must be parsed.
+    pub fn with_signature_escaped<T>(&self, raw: &str, unescape: impl Fn(&str) -> String, with: impl FnOnce(&str) -> T) -> T {
+        let compute = || {
+            let trace = unescape(raw);
+            match self.choose(&trace) {
+                Some((root, chosen)) => (self.name(&root, &chosen), true),
+                None => (super::root_cause(&trace), false),
+            }
+        };
+        shape::with_remembered_escaped(&self.written, raw, compute, with)
+    }
+
     /// The signature and, for a reviewer, the root cause and each frame chosen.
     pub fn explain(&self, trace: &str) -> Explained {
         let Some((root, chosen)) = self.choose(trace) else {

@@ -206,3 +206,35 @@ fn a_node_frame_without_at_is_a_frame() {
     // A sentence with brackets is no frame.
     assert_eq!(signature("order 7 failed (see the log)"), "order <*> failed (see the log)");
 }
+
+/// A trace still written as a JSON string (as a raw read leaves it) has the signature of its
+/// text, from memory or not: escapes as units, tabs as indentation, `\u` escapes unescaped.
+#[test]
+fn an_escaped_trace_has_its_texts_signature() {
+    let rules = StackRules::default();
+    let python = "Traceback (most recent call last):\n  File \"/var/task/app.py\", line 12, in handler\n    sku = item[\"sku\"]\nKeyError: 'sku'\n";
+    let traces = [
+        KAFKA_CONNECT.to_string(),
+        KAFKA_CONNECT.replace("10471", "99"),
+        python.to_string(),
+        python.replace("'sku'", "'customer_id'"),
+        python.replace("KeyError: 'sku'", "KeyError: 'a\\\\nb'"),
+        python.replace("item[\"sku\"]", "item[\"customer_id\"]"),
+        "java.lang.X: m\r\n\tat a.B.c(B.java:1)\r\n".to_string(),
+        "Traceback (most recent call last):\n\u{20} File \"a.py\", line 1, in f\n    g()\nValueError: x\n".to_string(),
+        "plain message 42 with a \\n that is a backslash and an n".to_string(),
+    ];
+    for _ in 0..2 {
+        for trace in &traces {
+            let json = serde_json::to_string(trace).unwrap();
+            let raw = &json[1..];
+            let unescape = |raw: &str| serde_json::from_str::<String>(&format!("\"{raw}")).unwrap();
+            let got = rules.with_signature_escaped(raw, unescape, str::to_string);
+            assert_eq!(got, rules.explain(trace).template, "{json}");
+        }
+        // A space written as \u0020 is indentation too: such traces are unescaped first.
+        let spaced = "Traceback (most recent call last):\\n\\u0020 File \\\"a.py\\\", line 1, in f\\n\\u0020   g()\\nValueError: x\"";
+        let unescape = |raw: &str| serde_json::from_str::<String>(&format!("\"{raw}")).unwrap();
+        assert_eq!(rules.with_signature_escaped(spaced, unescape, str::to_string), "ValueError at a.f (g())");
+    }
+}
