@@ -29,6 +29,10 @@ pub fn learn(templates: &HashMap<String, u64>) -> Vec<Pattern> {
     let mut by_length: BTreeMap<usize, Vec<(Vec<&str>, u64)>> = BTreeMap::new();
     for (template, n) in sorted {
         let words: Vec<&str> = template.split(' ').collect();
+        // A message that writes `<?>` itself would read back as a learned position.
+        if words.contains(&WILDCARD) {
+            continue;
+        }
         by_length.entry(words.len()).or_default().push((words, n));
     }
     let mut patterns = Vec::new();
@@ -37,8 +41,15 @@ pub fn learn(templates: &HashMap<String, u64>) -> Vec<Pattern> {
             settle(templates, members, &mut patterns);
         }
     }
-    patterns.sort_by(|a, b| a.template.cmp(&b.template));
-    patterns.dedup_by(|a, b| a.template == b.template);
+    patterns.sort_by(|a, b| a.template.cmp(&b.template).then(b.messages.cmp(&a.messages)));
+    // One pattern found twice (a cluster's and a single template's): its messages summed.
+    patterns.dedup_by(|later, kept| {
+        let same = later.template == kept.template;
+        if same {
+            kept.messages += later.messages;
+        }
+        same
+    });
     patterns
 }
 

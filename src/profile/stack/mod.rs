@@ -55,7 +55,7 @@ impl StackRules {
             Some((root, chosen)) => (self.name(&root, &chosen), true),
             None => (super::root_cause(trace), false),
         };
-        shape::with_remembered(&self.written, trace, compute, with)
+        shape::with_remembered(&self.written, shape::Written::Text(trace), compute, with)
     }
 
     /// `with_signature` for a trace still written as a JSON string (its escapes in place, its
@@ -69,7 +69,7 @@ impl StackRules {
                 None => (super::root_cause(&trace), false),
             }
         };
-        shape::with_remembered_escaped(&self.written, raw, compute, with)
+        shape::with_remembered(&self.written, shape::Written::Json(raw), compute, with)
     }
 
     /// The signature and, for a reviewer, the root cause and each frame chosen.

@@ -60,6 +60,11 @@ fn exception_line(line: &str) -> Option<(&str, &str)> {
     let line = line.trim();
     let line = line.strip_prefix("Exception in thread ").and_then(|rest| rest.split_once("\" ").map(|(_, after)| after)).unwrap_or(line);
     let (kind, message) = line.split_once(": ").map_or((line.trim_end_matches(':'), ""), |(k, m)| (k, m.trim()));
+    // Node's coded errors: `TypeError [ERR_INVALID_ARG_TYPE]: …` is a TypeError.
+    let kind = match kind.split_once(" [") {
+        Some((name, code)) if code.ends_with(']') && !code.contains(' ') => name,
+        _ => kind,
+    };
     let is_type = !kind.is_empty()
         && kind.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
         && kind.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '$' | '+' | '`'));
@@ -103,9 +108,14 @@ fn at_frames<'a>(lines: &[&'a str]) -> Option<(Language, Exception<'a>)> {
             dotnet_blocks.push(Vec::new());
         } else if t.starts_with("--- End of stack trace from previous location") || (t.starts_with("...") && t.ends_with("more")) {
             continue;
-        } else if let Some(rest) = t.strip_prefix("Caused by: ").or_else(|| t.strip_prefix("[cause]: ")) {
+        } else if let Some(rest) = line.strip_prefix("Caused by: ").or_else(|| t.strip_prefix("[cause]: ")) {
+            // (An indented `Caused by:` is a suppressed exception's, inside its block.)
             suppressed = false;
             let (kind, message) = exception_line(rest)?;
+            chain.push(Exception { kind, message, frames: Vec::new() });
+        } else if let Some(rest) = t.strip_prefix("---> ") {
+            // .NET Core writes an inner exception on a line of its own.
+            let (kind, message) = exception_line(rest).unwrap_or(("", rest.trim()));
             chain.push(Exception { kind, message, frames: Vec::new() });
         } else if t.starts_with("Suppressed: ") {
             suppressed = true;
@@ -263,11 +273,11 @@ fn go<'a>(lines: &[&'a str]) -> Option<Exception<'a>> {
             i += 1;
             continue;
         }
-        let name = go_function(function_line.trim());
+        let name = without_type_parameters(go_function(function_line.trim()));
         let file = file_line.trim().rsplit_once(':').map_or(file_line.trim(), |(f, _)| f);
         let (module, function) = match name.rsplit_once('.') {
             Some((m, f)) => (m.to_string(), f.to_string()),
-            None => (String::new(), name.to_string()),
+            None => (String::new(), name.clone()),
         };
         frames.push(Frame { module, function, file, source: "", raw: function_line.trim() });
         i += 2;
@@ -295,5 +305,21 @@ fn go_function(line: &str) -> &str {
             }
         }
     }
-    name.split_once('[').map_or(name, |(n, _)| n)
+    name
+}
+
+/// A Go function name without its type parameters, wherever they stand
+/// (`store.(*Box[...]).Get`, `pkg.Map[...]`).
+fn without_type_parameters(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut depth = 0usize;
+    for c in name.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }

@@ -4,51 +4,59 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// Shapes remembered per thread before the memory starts over.
-const REMEMBERED: usize = 4096;
+/// Bytes of shapes remembered per thread before the memory starts over, and the longest trace
+/// remembered at all (a longer one is parsed each time).
+const REMEMBERED_BYTES: usize = 8 << 20;
+const LONGEST: usize = 64 << 10;
 
-type Memory = (Vec<u8>, HashMap<Vec<u8>, String, foldhash::fast::FixedState>);
+struct Memory {
+    key: Vec<u8>,
+    known: HashMap<Vec<u8>, String, foldhash::fast::FixedState>,
+    bytes: usize,
+}
 
 thread_local! {
-    static MEMORY: RefCell<Memory> = RefCell::new((Vec::new(), HashMap::default()));
+    static MEMORY: RefCell<Memory> = RefCell::new(Memory { key: Vec::new(), known: HashMap::default(), bytes: 0 });
 }
 
-/// `with` given the signature of `trace` under rules written as `rules`, by `compute` (which
+/// How a trace is written: its text, or a JSON string's body as written (escapes in place,
+/// closing quote last). Each has its own keys.
+#[derive(Clone, Copy)]
+pub enum Written<'t> {
+    Text(&'t str),
+    Json(&'t str),
+}
+
+/// `with` given the signature of a trace under rules written as `rules`, by `compute` (which
 /// also says whether the trace had frames) or from memory: traces of one shape with frames
 /// have one signature, since a signature with frames never reads an exception's message.
-pub fn with_remembered<T>(rules: &[u8], trace: &str, compute: impl FnOnce() -> (String, bool), with: impl FnOnce(&str) -> T) -> T {
+/// A trace whose shape could be ambiguous (marker bytes in it, a `\u` escape that could hide
+/// indentation) or that is very long is computed every time.
+pub fn with_remembered<T>(rules: &[u8], trace: Written, compute: impl FnOnce() -> (String, bool), with: impl FnOnce(&str) -> T) -> T {
+    let (text, tag) = match trace {
+        Written::Text(text) => (text, b'T'),
+        Written::Json(raw) => (raw, b'J'),
+    };
+    let shapeable = text.len() <= LONGEST
+        && memchr::memchr2(1, 2, text.as_bytes()).is_none()
+        && !(matches!(trace, Written::Json(_)) && text.contains("\\u"));
+    if !shapeable {
+        let (signature, _) = compute();
+        return with(&signature);
+    }
     MEMORY.with(|memory| {
         let mut memory = memory.borrow_mut();
-        let (key, known) = &mut *memory;
+        let Memory { key, known, bytes } = &mut *memory;
         key.clear();
         key.extend_from_slice(rules);
-        shape(trace, key);
-        if let Some(signature) = known.get(key.as_slice()) {
-            return with(signature);
-        }
-        let (signature, with_frames) = compute();
-        let out = with(&signature);
-        if with_frames {
-            if known.len() >= REMEMBERED {
-                known.clear();
+        key.push(tag);
+        let shaped = match trace {
+            Written::Text(text) => {
+                shape(text, key);
+                true
             }
-            known.insert(key.clone(), signature);
-        }
-        out
-    })
-}
-
-/// `with_remembered` for a trace written as a JSON string (escapes in place, closing quote
-/// last), keyed by its shape as written (apart from the shapes of unescaped traces). A trace
-/// with a `\u` escape is unescaped first: an escaped space could hide an indentation.
-pub fn with_remembered_escaped<T>(rules: &[u8], raw: &str, compute: impl FnOnce() -> (String, bool), with: impl FnOnce(&str) -> T) -> T {
-    MEMORY.with(|memory| {
-        let mut memory = memory.borrow_mut();
-        let (key, known) = &mut *memory;
-        key.clear();
-        key.extend_from_slice(rules);
-        key.push(b'E');
-        let shaped = !raw.contains("\\u") && escaped_shape(raw, key);
+            Written::Json(raw) => escaped_shape(raw, key),
+        };
         if shaped {
             if let Some(signature) = known.get(key.as_slice()) {
                 return with(signature);
@@ -57,9 +65,11 @@ pub fn with_remembered_escaped<T>(rules: &[u8], raw: &str, compute: impl FnOnce(
         let (signature, with_frames) = compute();
         let out = with(&signature);
         if shaped && with_frames {
-            if known.len() >= REMEMBERED {
+            if *bytes + key.len() + signature.len() > REMEMBERED_BYTES {
                 known.clear();
+                *bytes = 0;
             }
+            *bytes += key.len() + signature.len();
             known.insert(key.clone(), signature);
         }
         out
@@ -67,8 +77,8 @@ pub fn with_remembered_escaped<T>(rules: &[u8], raw: &str, compute: impl FnOnce(
 }
 
 /// `shape` of a JSON string's text, read as written: lines end at `\n` escapes, an escape is
-/// one unit (so `\\n` is a backslash and an n), a line indented by a space or a `\t`. False
-/// when the text does not end with its closing quote.
+/// one unit (so `\\n` is a backslash and an n), a line is indented when it starts with
+/// whitespace or a `\t`, `\f` or `\r` escape. False when the text does not end with its quote.
 fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
     let Some(body) = raw.strip_suffix('"') else { return false };
     let bytes = body.as_bytes();
@@ -85,8 +95,8 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
             from = at + 2;
         }
         let line = &body[start..end.min(body.len())];
-        let line = line.strip_suffix("\\r").unwrap_or(line);
-        shape_line(line, line.starts_with(' ') || line.starts_with("\\t"), into);
+        let indented = line.starts_with(char::is_whitespace) || ["\\t", "\\f", "\\r"].iter().any(|e| line.starts_with(e));
+        shape_line(line, indented, into);
         into.push(b'\n');
         if end >= bytes.len() {
             return true;
@@ -98,18 +108,19 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
 
 /// Every line of a trace as it is, except on unindented lines (where exceptions are
 /// written: `Type: message`, `Caused by: Type: message`, .NET's `A: m ---> B: m`) the text
-/// after each type, which is the message.
+/// after each type, which is the message. A line is indented as the parser trims it: any
+/// whitespace first.
 fn shape(trace: &str, into: &mut Vec<u8>) {
     for line in trace.split('\n') {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        shape_line(line, line.starts_with([' ', '\t']), into);
+        shape_line(line, line.starts_with(char::is_whitespace), into);
         into.push(b'\n');
     }
 }
 
-/// One line of `shape`: as it is when indented or without `: `, else its exception types.
-/// (memchr and byte comparisons: `str` pattern searches cost more to set up than these lines
-/// take to read.)
+/// One line of `shape`: as it is when indented, else with each message cut after its type,
+/// where the text before the message is a type name as the parser reads one (anything else —
+/// a frame, a thread name, a sentence — is kept whole). memchr and byte comparisons: `str`
+/// pattern searches cost more to set up than these lines take to read.
 fn shape_line(line: &str, indented: bool, into: &mut Vec<u8>) {
     let bytes = line.as_bytes();
     if indented || colon_space(bytes).is_none() {
@@ -127,7 +138,7 @@ fn shape_line(line: &str, indented: bool, into: &mut Vec<u8>) {
     loop {
         let arrow = arrow(rest);
         let part = &rest[..arrow.unwrap_or(rest.len())];
-        match colon_space(part) {
+        match colon_space(part).filter(|&at| is_type_name(&part[..at])) {
             Some(at) => {
                 into.extend_from_slice(&part[..at]);
                 into.push(1);
@@ -142,6 +153,14 @@ fn shape_line(line: &str, indented: bool, into: &mut Vec<u8>) {
             None => return,
         }
     }
+}
+
+/// A type name as `parse::exception_line` takes one: a letter or `_` first, then letters,
+/// digits, `.`, `_`, `$`, `+` or a backquote.
+fn is_type_name(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|kind| {
+        kind.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && kind.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '$' | '+' | '`'))
+    })
 }
 
 /// Where the first `: ` of `bytes` starts.

@@ -238,3 +238,46 @@ fn an_escaped_trace_has_its_texts_signature() {
         assert_eq!(rules.with_signature_escaped(spaced, unescape, str::to_string), "ValueError at a.f (g())");
     }
 }
+
+/// Traces whose shapes were once ambiguous: each is remembered as what parsing gives.
+#[test]
+fn shapes_never_stand_for_two_signatures() {
+    let rules = StackRules::default();
+    let unescape = |raw: &str| serde_json::from_str::<String>(&format!("\"{raw}")).unwrap();
+    let texts = [
+        "Error: boom\n    at run (/app/a.js:1:2)".to_string(),
+        "Exception in thread \"worker: 1\" java.lang.IllegalStateException: x\n\tat com.app.Foo.bar(Foo.java:1)".to_string(),
+        "Exception in thread \"worker: 1\" java.lang.NullPointerException: x\n\tat com.app.Foo.bar(Foo.java:1)".to_string(),
+        "java.lang.A: m\n\u{a0}Caused by: java.lang.B: x\n\tat a.B.c(B.java:1)".to_string(),
+        "java.lang.A: m\n\u{a0}Caused by: java.lang.C: x\n\tat a.B.c(B.java:1)".to_string(),
+        "Error: x\nat foo (/srv/a: b/alpha.js:1:2)".to_string(),
+        "Error: x\nat foo (/srv/a: b/beta.js:1:2)".to_string(),
+        "java.lang.IllegalStateException: x\n\tat a.B.c(B.java:1)".to_string(),
+        "java.lang.IllegalStateException\u{1}\n\tat a.B.c(B.java:1)".to_string(),
+    ];
+    for _ in 0..2 {
+        for text in &texts {
+            assert_eq!(rules.signature(text), rules.explain(text).template, "{text:?}");
+            let json = serde_json::to_string(text).unwrap();
+            // An escaped trace never takes a plain one's memory, nor the other way round.
+            assert_eq!(rules.with_signature_escaped(&json[1..], unescape, str::to_string), rules.explain(text).template, "{json}");
+            let plain_looking = &json[2..];
+            if plain_looking.ends_with('"') {
+                let _ = rules.signature(plain_looking);
+            }
+        }
+    }
+}
+
+#[test]
+fn modern_dotnet_suppressed_causes_go_generics_and_node_codes() {
+    let dotnet = "System.InvalidOperationException: Order 42 failed\n ---> System.TimeoutException: Timed out\n   at Shop.Db.Query() in C:\\db.cs:line 3\n   --- End of inner exception stack trace ---\n   at Shop.Orders.Process() in C:\\o.cs:line 9\n";
+    assert_eq!(signature(dotnet), "System.TimeoutException at Shop.Db.Query");
+    let suppressed = "java.lang.IllegalStateException: x\n\tat com.app.Main.run(Main.java:3)\n\tSuppressed: java.io.IOException: close\n\t\tat com.app.Res.close(Res.java:1)\n\tCaused by: java.io.IOException: flush\n\t\tat com.app.Res.flush(Res.java:2)\n";
+    assert_eq!(signature(suppressed), "java.lang.IllegalStateException at com.app.Main.run");
+    let go = |method: &str| format!("panic: x\n\ngoroutine 1 [running]:\nexample.com/app/store.(*Box[...]).{method}(0x1)\n\t/app/store.go:4 +0x1\n");
+    assert_eq!(signature(&go("Get")), "panic at example.com/app/store.(*Box).Get");
+    assert_ne!(signature(&go("Get")), signature(&go("Put")));
+    let node = "TypeError [ERR_INVALID_ARG_TYPE]: The \"path\" argument must be of type string\n    at readFile (/app/io.js:1:2)";
+    assert_eq!(signature(node), "TypeError at io.readFile");
+}

@@ -261,11 +261,15 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
 }
 
 /// A literal written in a list of values (`(1, NULL,`, `true)`): a value, where the same word
-/// in a sentence (`cannot be null`) is wording.
+/// in a sentence (`cannot be null`, `was null, expected`) is wording. A bracket beside it
+/// makes any literal a value; a comma alone only SQL's upper-case ones.
 fn sql_literal(token: &str) -> Option<&str> {
     const LITERALS: [&str; 10] = ["NULL", "null", "TRUE", "true", "FALSE", "false", "None", "nil", "DEFAULT", "undefined"];
+    const SQL: [&str; 4] = ["NULL", "TRUE", "FALSE", "DEFAULT"];
     let core = token.trim_matches(['(', ')', ',', ';']);
-    (core.len() < token.len() && token.contains([',', '(', ')']) && LITERALS.contains(&core)).then_some(core)
+    let bracketed = token.contains(['(', ')']) && LITERALS.contains(&core);
+    let listed = token.ends_with(',') && SQL.contains(&core);
+    (core.len() < token.len() && (bracketed || listed)).then_some(core)
 }
 
 /// An upper-case name with its number in brackets names one instance (`LOCAL(0)`, `CPU(3)`):

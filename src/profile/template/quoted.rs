@@ -32,13 +32,16 @@ fn close(text: &str, open: usize, quote: char) -> Option<usize> {
             return None;
         }
         if c == quote as u8 {
-            if quote != '`' && bytes.get(at + 1) == Some(&(quote as u8)) && at + 1 != open + 1 {
+            if quote != '`' && bytes.get(at + 1) == Some(&(quote as u8)) {
                 at += 2; // `''` inside a value: an escaped quote
                 continue;
             }
             let after = &text[at + 1..];
             let rest = after.trim_start_matches(closing_punctuation);
-            if rest.is_empty() || rest.starts_with(char::is_whitespace) || rest.starts_with(['\'', '"', '`']) {
+            // Another quoted value may follow only across a list's comma or a name's `.`/`@`
+            // (`'a','b'`, `'svc'@'%'`): a `:` before a quote is JSON's, inside the value.
+            let next_quoted = rest.starts_with(['\'', '"', '`']) && matches!(&after[..after.len() - rest.len()], "," | "." | "@");
+            if rest.is_empty() || rest.starts_with(char::is_whitespace) || next_quoted {
                 return Some(at + 1);
             }
         }
@@ -106,6 +109,7 @@ mod tests {
         assert_eq!(values("can't reach 'db'"), ["'db'"]);
         assert_eq!(values("name 'O''Brien' too long"), ["'O''Brien'"]);
         assert_eq!(values(r#"bad JSON "{"a":1" at 3"#), [r#""{"a":1""#]);
+        assert_eq!(values(r#"bad "{"a":"b"}" in body"#), [r#""{"a":"b"}""#]);
         assert_eq!(values("key 'it's' here"), ["'it's'"]);
         assert_eq!(values("empty '' and ('a','b')."), ["''", "'a'", "'b'"]);
         assert_eq!(values("unclosed 'abc"), Vec::<String>::new());

@@ -176,3 +176,10 @@ fn ids_of_random_letters_are_values() {
     assert_eq!(template("NullPointerException in OrderService.getHTTPResponseCode"), "NullPointerException in OrderService.getHTTPResponseCode");
     assert_eq!(template("XMLHttpRequest failed"), "XMLHttpRequest failed");
 }
+
+#[test]
+fn names_of_short_words_and_literals_in_sentences_are_wording() {
+    assert_eq!(template("No handler found for GetUserByIdQuery"), "No handler found for GetUserByIdQuery");
+    assert_eq!(template("IsNotNullOrEmpty failed"), "IsNotNullOrEmpty failed");
+    assert_ne!(template("Field amount was null, expected a number"), template("Field amount was true, expected a number"));
+}
