@@ -37,9 +37,9 @@ pub fn with_remembered<T>(rules: &[u8], trace: Written, compute: impl FnOnce() -
         Written::Text(text) => (text, b'T'),
         Written::Json(raw) => (raw, b'J'),
     };
-    let shapeable = text.len() <= LONGEST
-        && memchr::memchr2(1, 2, text.as_bytes()).is_none()
-        && !(matches!(trace, Written::Json(_)) && text.contains("\\u"));
+    // (JSON text holds no raw control byte: marker bytes would be `\u` escapes, which
+    // `escaped_shape` refuses.)
+    let shapeable = text.len() <= LONGEST && (matches!(trace, Written::Json(_)) || memchr::memchr2(1, 2, text.as_bytes()).is_none());
     if !shapeable {
         let (signature, _) = compute();
         return with(&signature);
@@ -78,7 +78,8 @@ pub fn with_remembered<T>(rules: &[u8], trace: Written, compute: impl FnOnce() -
 
 /// `shape` of a JSON string's text, read as written: lines end at `\n` escapes, an escape is
 /// one unit (so `\\n` is a backslash and an n), a line is indented when it starts with
-/// whitespace or a `\t`, `\f` or `\r` escape. False when the text does not end with its quote.
+/// whitespace or a `\t`, `\f` or `\r` escape. False when the text does not end with its
+/// quote, or holds a `\u` escape (an escaped space could hide an indentation).
 fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
     let Some(body) = raw.strip_suffix('"') else { return false };
     let bytes = body.as_bytes();
@@ -88,9 +89,13 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
         // The next `\n` escape: backslashes are found by memchr, each taking the byte after it.
         let mut end = bytes.len();
         while let Some(at) = memchr::memchr(b'\\', bytes.get(from..).unwrap_or_default()).map(|i| from + i) {
-            if bytes.get(at + 1) == Some(&b'n') {
-                end = at;
-                break;
+            match bytes.get(at + 1) {
+                Some(b'n') => {
+                    end = at;
+                    break;
+                }
+                Some(b'u') => return false,
+                _ => {}
             }
             from = at + 2;
         }
@@ -158,6 +163,10 @@ fn shape_line(line: &str, indented: bool, into: &mut Vec<u8>) {
 /// A type name as `parse::exception_line` takes one: a letter or `_` first, then letters,
 /// digits, `.`, `_`, `$`, `+` or a backquote.
 fn is_type_name(bytes: &[u8]) -> bool {
+    if bytes.is_ascii() {
+        let part = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'$' | b'+' | b'`');
+        return bytes.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') && bytes.iter().all(part);
+    }
     std::str::from_utf8(bytes).is_ok_and(|kind| {
         kind.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && kind.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '$' | '+' | '`'))
     })
