@@ -51,25 +51,23 @@ impl StackRules {
 
     /// `with` given the signature of `trace` (remembered by the trace's shape, not copied).
     pub fn with_signature<T>(&self, trace: &str, with: impl FnOnce(&str) -> T) -> T {
-        let compute = || match self.choose(trace) {
-            Some((root, chosen)) => (self.name(&root, &chosen), true),
-            None => (super::root_cause(trace), false),
-        };
-        shape::with_remembered(&self.written, shape::Written::Text(trace), compute, with)
+        shape::with_remembered(&self.written, shape::Written::Text(trace), || self.compute(trace), with)
     }
 
     /// `with_signature` for a trace still written as a JSON string (its escapes in place, its
     /// closing quote last): remembered by the shape of the text as written, so a row whose
     /// shape was seen needs no unescaping. `unescape` gives the text when it must be parsed.
     pub fn with_signature_escaped<T>(&self, raw: &str, unescape: impl Fn(&str) -> String, with: impl FnOnce(&str) -> T) -> T {
-        let compute = || {
-            let trace = unescape(raw);
-            match self.choose(&trace) {
-                Some((root, chosen)) => (self.name(&root, &chosen), true),
-                None => (super::root_cause(&trace), false),
-            }
-        };
-        shape::with_remembered(&self.written, shape::Written::Json(raw), compute, with)
+        shape::with_remembered(&self.written, shape::Written::Json(raw), || self.compute(&unescape(raw)), with)
+    }
+
+    /// The signature of a trace parsed now, and whether it had frames (so that it does not
+    /// depend on its messages and may be remembered by shape).
+    fn compute(&self, trace: &str) -> (String, bool) {
+        match self.choose(trace) {
+            Some((root, chosen)) => (self.name(&root, &chosen), true),
+            None => (super::root_cause(trace), false),
+        }
     }
 
     /// The signature and, for a reviewer, the root cause and each frame chosen.
@@ -88,8 +86,9 @@ impl StackRules {
     fn choose<'t>(&self, trace: &'t str) -> Option<(Exception<'t>, Vec<Frame<'t>>)> {
         let (language, mut root) = parse::root_cause(trace)?;
         let frames = std::mem::take(&mut root.frames);
-        let any_in_app = frames.iter().any(|f| self.in_app.contains(language, f));
-        let chosen = frames.into_iter().filter(|f| !any_in_app || self.in_app.contains(language, f)).take(self.frames).collect();
+        let in_app: Vec<bool> = frames.iter().map(|f| self.in_app.contains(language, f)).collect();
+        let any_in_app = in_app.contains(&true);
+        let chosen = frames.into_iter().zip(in_app).filter(|(_, own)| !any_in_app || *own).map(|(f, _)| f).take(self.frames).collect();
         Some((root, chosen))
     }
 
