@@ -53,10 +53,7 @@ pub fn examples(scan: &Scan, inputs: &[Input], profile: &Profile, values: &[Stri
                         Normalizer::Stack(rules) => ("stack", rules.explain(&raw)),
                         Normalizer::LearnedTemplate(learned) => {
                             let mut explained = template::explain(&raw);
-                            if let Some(pattern) = learned.apply(&explained.template) {
-                                explained.masks.push(template::Mask { rule: "learned", value: pattern.to_string() });
-                                explained.template = pattern.to_string();
-                            }
+                            learned.refine(&mut explained);
                             ("template", explained)
                         }
                         _ => ("template", template::explain(&raw)),

@@ -43,29 +43,39 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for input in &args.inputs {
-        let mut reader = BufReader::new(storage.open(input)?);
-        let mut bytes = Vec::new();
-        for number in 1.. {
-            bytes.clear();
-            if reader.read_until(b'\n', &mut bytes).with_context(|| format!("{input}:{number}: cannot read"))? == 0 {
-                break;
-            }
-            // A message that is not valid UTF-8 is templated with U+FFFD where its bad bytes were.
-            let line = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
-            let line = line.strip_suffix('\r').unwrap_or(&line);
-            let mut explained = template::explain(line);
-            if let Some(pattern) = learned.as_ref().and_then(|l| l.apply(&explained.template)) {
-                explained.masks.push(template::Mask { rule: "learned", value: pattern.to_string() });
-                explained.template = pattern.to_string();
-            }
-            writeln!(out, "{}", explained.template)?;
+        each_message(&storage, input, |line| {
             if args.explain {
+                let mut explained = template::explain(line);
+                if let Some(learned) = &learned {
+                    learned.refine(&mut explained);
+                }
+                writeln!(out, "{}", explained.template)?;
                 for mask in &explained.masks {
                     writeln!(out, "    {}: {}", mask.rule, mask.value)?;
                 }
+            } else {
+                let template = template::template(line);
+                writeln!(out, "{}", learned.as_ref().and_then(|l| l.apply(&template)).unwrap_or(&template))?;
             }
-        }
+            Ok(())
+        })?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each line of `input` as a message: without its line end (LF or CRLF), and with U+FFFD
+/// where bytes are not valid UTF-8.
+pub(super) fn each_message(storage: &Storage, input: &Location, mut with: impl FnMut(&str) -> Result<()>) -> Result<()> {
+    let mut reader = BufReader::new(storage.open(input)?);
+    let mut bytes = Vec::new();
+    for number in 1.. {
+        bytes.clear();
+        if reader.read_until(b'\n', &mut bytes).with_context(|| format!("{input}:{number}: cannot read"))? == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
+        with(line.strip_suffix('\r').unwrap_or(&line))?;
+    }
+    Ok(())
 }

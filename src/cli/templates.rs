@@ -2,10 +2,9 @@
 //! as a reviewable file of patterns that a profile (`templates = …`) or `--templates` applies.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use dlqf::analyze::{rank, SignatureGroups};
 use dlqf::profile::learned;
 use dlqf::profile::template;
@@ -98,18 +97,11 @@ fn from_lines(storage: &Storage, inputs: &[String]) -> Result<(HashMap<String, u
     let mut messages = 0;
     for input in inputs {
         let location = super::inputs::location_parser(input).map_err(UsageError)?;
-        let mut reader = BufReader::new(storage.open(&location)?);
-        let mut bytes = Vec::new();
-        for number in 1.. {
-            bytes.clear();
-            if reader.read_until(b'\n', &mut bytes).with_context(|| format!("{input}:{number}: cannot read"))? == 0 {
-                break;
-            }
-            let line = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
-            let line = line.strip_suffix('\r').unwrap_or(&line);
+        super::template::each_message(storage, &location, |line| {
             *templates.entry(template::template(line)).or_default() += 1;
             messages += 1;
-        }
+            Ok(())
+        })?;
     }
     Ok((templates, messages))
 }

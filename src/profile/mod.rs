@@ -58,7 +58,8 @@ impl Normalizer {
             Normalizer::Template => template::template(raw),
             Normalizer::LearnedTemplate(learned) => {
                 let template = template::template(raw);
-                learned.apply(&template).map_or(template.clone(), str::to_string)
+                let pattern = learned.apply(&template).map(str::to_string);
+                pattern.unwrap_or(template)
             }
             Normalizer::RootCause => root_cause(raw),
             Normalizer::Stack(rules) => rules.signature(raw),

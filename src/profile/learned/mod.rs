@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 
 pub use learn::{learn, render};
 
+use super::template::{Explained, Mask};
+
 /// A learned position in a pattern: any one word of a message's template.
 pub const WILDCARD: &str = "<?>";
 pub const FORMAT: &str = "dlqf.templates/1";
@@ -117,6 +119,15 @@ impl Learned {
             }
         }
         None
+    }
+
+    /// `explained` (a message's template and its masks) with the pattern its template
+    /// matches, if any, noted as the rule `learned`.
+    pub fn refine(&self, explained: &mut Explained) {
+        if let Some(pattern) = self.apply(&explained.template) {
+            explained.masks.push(Mask { rule: "learned", value: pattern.to_string() });
+            explained.template = pattern.to_string();
+        }
     }
 
     pub fn len(&self) -> usize {
