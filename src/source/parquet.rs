@@ -161,14 +161,10 @@ impl<'s> ParquetSource<'s> {
             (Held::Remote(file), _) => file.as_ref(),
             (Held::Local(_), None) => &[],
         };
-        for chunk in chunks {
-            let range = chunk.byte_range();
-            // The footer check put every chunk within the file.
-            let Some(pages) = bytes.get(range.start as usize..range.end as usize) else { continue };
-            let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
-            if let Err(why) = super::parquet_check::check_pages(pages, chunk.uncompressed_size() as u64, group.rows as u64, repeated) {
-                let column = chunk.descriptor().path_in_schema.join(".");
-                bail!("{}: corrupt row group at row {}, column `{column}`: {why}", self.display, group.offset + 1);
+        // (A local file that cannot be mapped is left to polars' reader unchecked.)
+        if !bytes.is_empty() {
+            for chunk in chunks {
+                super::parquet_check::check_chunk(chunk, bytes, group.rows).map_err(|why| corrupt_chunk(&self.display, group.offset, chunk, &why))?;
             }
         }
         Ok(held)
@@ -290,18 +286,19 @@ pub(super) fn read_whole(bytes: bytes::Bytes, display: &str) -> Result<DataFrame
     let mut offset = 0usize;
     for rg in &metadata.row_groups {
         for chunk in rg.parquet_columns() {
-            let range = chunk.byte_range();
-            let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
-            let pages = &bytes[range.start as usize..range.end as usize];
-            if let Err(why) = super::parquet_check::check_pages(pages, chunk.uncompressed_size() as u64, rg.num_rows() as u64, repeated) {
-                bail!("{display}: corrupt row group at row {}, column `{}`: {why}", offset + 1, chunk.descriptor().path_in_schema.join("."));
-            }
+            super::parquet_check::check_chunk(chunk, &bytes, rg.num_rows()).map_err(|why| corrupt_chunk(display, offset, chunk, &why))?;
         }
         offset = offset.saturating_add(rg.num_rows());
     }
     crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes)).finish())
         .map_err(|panic| anyhow::anyhow!("the Parquet reader failed on it ({panic})"))?
         .with_context(not_parquet)
+}
+
+/// The error of a column chunk whose pages claim more than it holds, in the row group that
+/// starts at row `offset` (0-based).
+fn corrupt_chunk(display: &str, offset: usize, chunk: &ColumnChunkMetadata, why: &str) -> anyhow::Error {
+    anyhow::anyhow!("{display}: corrupt row group at row {}, column `{}`: {why}", offset + 1, chunk.descriptor().path_in_schema.join("."))
 }
 
 /// The footer of a remote file, by ranged requests: the end first, then the rest if the

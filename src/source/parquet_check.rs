@@ -3,6 +3,7 @@
 //! column chunk would exhaust memory (an abort, which no error handling can turn back).
 
 use polars::prelude::FileMetadata;
+use polars_parquet::parquet::metadata::ColumnChunkMetadata;
 
 /// Rows a byte of a row group's uncompressed column data can hold at most: one bit a row. A
 /// constant column holds any number in a few bytes, but every real dump has a column that
@@ -65,6 +66,16 @@ pub fn check(metadata: &FileMetadata, file_len: u64) -> Result<(), String> {
         return Err(format!("{rows_before} rows cannot fit in a file of {file_len} bytes"));
     }
     Ok(())
+}
+
+/// `check_pages` for one column chunk of a row group of `rows` rows, read from `file` (the
+/// file's bytes, or a buffer as large holding the chunk's bytes in place).
+pub fn check_chunk(chunk: &ColumnChunkMetadata, file: &[u8], rows: usize) -> Result<(), String> {
+    let range = chunk.byte_range();
+    let (start, end) = (usize::try_from(range.start), usize::try_from(range.end));
+    let pages = start.ok().zip(end.ok()).and_then(|(start, end)| file.get(start..end)).ok_or("the chunk lies outside the file")?;
+    let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
+    check_pages(pages, u64::try_from(chunk.uncompressed_size()).unwrap_or(0), rows as u64, repeated)
 }
 
 /// Values a page of a repeated column may claim beyond the rows left: lists of nulls or empty

@@ -267,8 +267,7 @@ pub(super) fn chunk_pages(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: 
     if start > end || end > file.len() {
         return None;
     }
-    let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
-    super::parquet_check::check_pages(&file[start..end], chunk_uncompressed(chunk) as u64, rows as u64, repeated).ok()?;
+    super::parquet_check::check_chunk(chunk, file, rows).ok()?;
     // No page larger than its chunk: a page header claiming more is damaged.
     let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), end - start);
     let mut pages = BasicDecompressor::new(pages, Vec::new());
