@@ -48,7 +48,12 @@ fn reseal(header: &mut Map<String, Value>) {
 }
 
 fn with_header(text: &str, header: &Map<String, Value>) -> String {
-    format!("{}{}", Value::Object(header.clone()), &text[text.find('\n').unwrap()..])
+    with_header_line(text, &Value::Object(header.clone()).to_string())
+}
+
+/// `text` (a manifest) with its header line replaced by `line`.
+fn with_header_line(text: &str, line: &str) -> String {
+    format!("{line}{}", &text[text.find('\n').unwrap()..])
 }
 
 #[test]
@@ -303,8 +308,7 @@ fn a_header_with_a_key_written_twice_is_refused_however_it_is_sealed() {
     reseal(&mut header);
     let sealed = Value::Object(header.clone()).to_string();
     for (at, twice) in [("{", r#"{"profile":"vision-but-not","#), (r#""policy":{"#, r#""policy":{"max_attempts":99,"#)] {
-        let text = format!("{}{}", sealed.replacen(at, twice, 1), &original[original.find('\n').unwrap()..]);
-        dir.create("twice.jsonl", text);
+        dir.create("twice.jsonl", with_header_line(&original, &sealed.replacen(at, twice, 1)));
         let run = dir.command().args(["show", "twice.jsonl"]).expect_code(1);
         assert!(run.stderr.contains("appears twice"), "{}", run.stderr);
     }

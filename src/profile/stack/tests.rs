@@ -7,6 +7,11 @@ fn signature(trace: &str) -> String {
     StackRules::default().signature(trace)
 }
 
+/// The text of a JSON string's body as written (escapes in place, closing quote last).
+fn unescape(raw: &str) -> String {
+    serde_json::from_str(&format!("\"{raw}")).unwrap()
+}
+
 const KAFKA_CONNECT: &str = "org.apache.kafka.connect.errors.DataException: Failed to deserialize data for topic payments to Avro: \n\
 \tat io.confluent.connect.avro.AvroConverter.toConnectData(AvroConverter.java:148)\n\
 \tat org.apache.kafka.connect.runtime.WorkerSinkTask.convertValue(WorkerSinkTask.java:545)\n\
@@ -228,13 +233,11 @@ fn an_escaped_trace_has_its_texts_signature() {
         for trace in &traces {
             let json = serde_json::to_string(trace).unwrap();
             let raw = &json[1..];
-            let unescape = |raw: &str| serde_json::from_str::<String>(&format!("\"{raw}")).unwrap();
             let got = rules.with_signature_escaped(raw, unescape, str::to_string);
             assert_eq!(got, rules.explain(trace).template, "{json}");
         }
         // A space written as \u0020 is indentation too: such traces are unescaped first.
         let spaced = "Traceback (most recent call last):\\n\\u0020 File \\\"a.py\\\", line 1, in f\\n\\u0020   g()\\nValueError: x\"";
-        let unescape = |raw: &str| serde_json::from_str::<String>(&format!("\"{raw}")).unwrap();
         assert_eq!(rules.with_signature_escaped(spaced, unescape, str::to_string), "ValueError at a.f (g())");
     }
 }
@@ -243,7 +246,6 @@ fn an_escaped_trace_has_its_texts_signature() {
 #[test]
 fn shapes_never_stand_for_two_signatures() {
     let rules = StackRules::default();
-    let unescape = |raw: &str| serde_json::from_str::<String>(&format!("\"{raw}")).unwrap();
     let texts = [
         "Error: boom\n    at run (/app/a.js:1:2)".to_string(),
         "Exception in thread \"worker: 1\" java.lang.IllegalStateException: x\n\tat com.app.Foo.bar(Foo.java:1)".to_string(),
