@@ -27,12 +27,12 @@ pub enum Written<'t> {
     Json(&'t str),
 }
 
-/// `with` given the signature of a trace under rules written as `rules`, by `compute` (which
+/// `with` given the signature of a trace under the rules numbered `rules`, by `compute` (which
 /// also says whether the trace had frames) or from memory: traces of one shape with frames
 /// have one signature, since a signature with frames never reads an exception's message.
 /// A trace whose shape could be ambiguous (marker bytes in it, a `\u` escape that could hide
 /// indentation) or that is very long is computed every time.
-pub fn with_remembered<T>(rules: &[u8], trace: Written, compute: impl FnOnce() -> (String, bool), with: impl FnOnce(&str) -> T) -> T {
+pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> (String, bool), with: impl FnOnce(&str) -> T) -> T {
     let (text, tag) = match trace {
         Written::Text(text) => (text, b'T'),
         Written::Json(raw) => (raw, b'J'),
@@ -48,7 +48,7 @@ pub fn with_remembered<T>(rules: &[u8], trace: Written, compute: impl FnOnce() -
         let mut memory = memory.borrow_mut();
         let Memory { key, known, bytes } = &mut *memory;
         key.clear();
-        key.extend_from_slice(rules);
+        key.extend_from_slice(&rules.to_le_bytes());
         key.push(tag);
         let shaped = match trace {
             Written::Text(text) => {

@@ -128,6 +128,9 @@ fn a_profile_names_its_own_frames_and_how_many() {
 fn text_without_frames_is_a_messages_root_cause() {
     assert_eq!(signature("connection refused by 10.0.0.7"), "connection refused by <*>");
     assert_eq!(signature(""), "");
+    // What an absent trace is given without parsing is what parsing it would give.
+    assert_eq!(StackRules::default().compute(""), (String::new(), false));
+    assert_eq!(StackRules::default().with_signature_escaped("\"", |_| unreachable!("nothing to unescape"), str::to_string), "");
     assert_eq!(signature("KeyError: 'sku'"), "KeyError: <*>");
 }
 
