@@ -183,3 +183,11 @@ fn names_of_short_words_and_literals_in_sentences_are_wording() {
     assert_eq!(template("IsNotNullOrEmpty failed"), "IsNotNullOrEmpty failed");
     assert_ne!(template("Field amount was null, expected a number"), template("Field amount was true, expected a number"));
 }
+
+#[test]
+fn words_are_cut_as_split_whitespace_cuts_them() {
+    for text in ["a b", "  a\tb\r\nc  ", "a\x0bb c", "a\u{a0}b c", "a\u{2003}b", "x\x0c\x0dy", "", "   "] {
+        let expected: Vec<&str> = text.split_whitespace().take(2).collect();
+        assert_eq!(super::words(text, 2), expected, "{text:?}");
+    }
+}
