@@ -19,6 +19,8 @@ RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
 CHROMIUM := /usr/bin/chromium
 # qemu's user-mode emulator runs the binary on a baseline x86-64 CPU in a test (Debian's package).
 QEMU := /usr/bin/qemu-x86_64
+# The shells that load the completion scripts, and groff, which formats the man page, in tests.
+SHELLS_AND_GROFF := /usr/bin/zsh /usr/bin/fish /usr/bin/groff
 
 .PHONY: demo test bench build release sample-data test-deps clean-bench check-aarch64 fuzz
 
@@ -56,7 +58,7 @@ test: test-deps
 DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)-$(CONFLUENT_KAFKA_VERSION)-$(PYARROW_VERSION)
 # s3s-fs checks credentials (moto accepts any), for the wrong-credentials test.
 S3S_FS := $(HOME)/.cargo/bin/s3s-fs
-test-deps: $(DEPS_STAMP) $(S3S_FS) $(CHROMIUM) $(QEMU)
+test-deps: $(DEPS_STAMP) $(S3S_FS) $(CHROMIUM) $(QEMU) $(SHELLS_AND_GROFF)
 
 $(CHROMIUM):
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -65,6 +67,10 @@ $(CHROMIUM):
 $(QEMU):
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user >/dev/null
+
+$(SHELLS_AND_GROFF) &:
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends zsh fish groff-base >/dev/null
 
 $(S3S_FS):
 	CARGO_TARGET_DIR=$(HOME)/.cache/dlqf-s3s-target cargo install s3s-fs@0.14.1 --features binary --locked

@@ -5,6 +5,7 @@ mod util;
 
 mod bad_input;
 mod classification;
+mod cli;
 mod crosscheck;
 mod faults;
 mod gen;

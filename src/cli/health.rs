@@ -11,10 +11,10 @@ use dlqf::report::{self, OutputFormat};
 use super::inputs::{InputArgs, Loaded, OutputArgs, Read};
 use super::{UsageError, EXIT_ALERT};
 
-/// Depth, failures per UTC day, growth per day and a healthy/warning/critical status, for the
-/// whole archive and per DLQ topic.
+/// Depth, daily failures, growth and a healthy/warning/critical status, per DLQ topic.
 ///
-/// Depth is the number of failures read (after --since/--until). At --critical or more the
+/// Each number is given for the whole archive and for each DLQ topic, failures counted per UTC
+/// day. Depth is the number of failures read (after --since/--until). At --critical or more the
 /// status is critical, at --warn or more warning, else healthy. Growth is the mean number of
 /// failures per day over the last --window-days days that have any span (empty days count 0).
 /// With --by (default for the envelope profile: original_topic) each value of that field is

@@ -1,11 +1,13 @@
 //! Command-line parsing and dispatch. Each subcommand lives in its own file, starting with its
 //! flags and help; the work itself is done by the library.
 
+mod completions;
 mod diff;
 mod execute;
 mod gen;
 mod health;
 mod inputs;
+mod man;
 mod plan;
 mod query;
 mod rank;
@@ -17,7 +19,7 @@ mod trend;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert the user asked to fail on.
 pub const EXIT_RUNTIME: u8 = 1;
@@ -46,6 +48,9 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     }
 }
 
+/// The version and the commit built (hash and date), or `unknown` outside a git checkout.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DLQF_COMMIT"), ")");
+
 /// Dead-letter queue forensics: why did these messages fail, and which can be replayed safely?
 ///
 /// Reads archived DLQ dumps (Parquet or JSON-lines, plain, .gz or .zst; files, directories,
@@ -57,7 +62,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
 /// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert you asked to fail on (or failed
 /// replays), 4 execute left entries for a later run.
 #[derive(Parser)]
-#[command(name = "dlqf", version, max_term_width = 100)]
+#[command(name = "dlqf", version = VERSION, max_term_width = 100)]
 struct Cli {
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long, global = true, value_name = "N")]
@@ -81,6 +86,13 @@ enum Command {
     Template(template::Args),
     Templates(templates::Args),
     Gen(gen::Args),
+    Completions(completions::Args),
+    Man(man::Args),
+}
+
+/// The whole command line as clap defines it, for completions and the man page.
+fn command() -> clap::Command {
+    Cli::command()
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
@@ -106,5 +118,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Template(args) => template::run(args),
         Command::Templates(args) => templates::run(args),
         Command::Gen(args) => gen::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }

@@ -19,9 +19,11 @@ use super::inputs::InputArgs;
 use super::show::SummaryFormat;
 use super::UsageError;
 
-/// Write a replay manifest for review: every message with its idempotency key and the gate's
-/// decision (replay, poison_attempts, poison_uncleared) and attempt cap, sealed by a SHA-256
-/// digest of the whole manifest (manifest_sha256: header and entries).
+/// Write a sealed replay manifest for review: each message's key and gate decision.
+///
+/// Every message gets its idempotency key, the gate's decision (replay, poison_attempts,
+/// poison_uncleared) and its attempt cap; a SHA-256 digest of the whole manifest
+/// (manifest_sha256: header and entries) seals it.
 ///
 /// Entries follow the inputs in name order, then line or row, whatever order they were named
 /// in: the same inputs and policy give the same entries, byte for byte. Review it with

@@ -9,12 +9,11 @@ use dlqf::profile::learned::Learned;
 use dlqf::profile::template;
 use dlqf::storage::{Location, Storage};
 
-/// Print the message template of each line: what a `template` normaliser (the envelope
-/// profile's error_message) keeps of a message.
+/// Print each line's message template: what a `template` normaliser keeps of a message.
 ///
-/// Reads one message per line from files or stdin (-) and prints each template in order, so
-/// `paste` puts them beside the messages. A template depends on its message alone, never on
-/// the other lines.
+/// The envelope profile's error_message is a `template` field. Reads one message per line
+/// from files or stdin (-) and prints each template in order, so `paste` puts them beside the
+/// messages. A template depends on its message alone, never on the other lines.
 ///
 /// Examples:
 ///   echo 'timeout after 30s talking to 10.0.0.7:5432' | dlqf template
