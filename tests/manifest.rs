@@ -35,7 +35,7 @@ fn execute(dir: &Dir, stage: &Stage, extra: &[&str]) -> Run {
         .run()
 }
 
-/// Recomputes manifest_sha256 of a header the way the README tells reviewers to (Python).
+/// Recomputes manifest_sha256 of a header the way docs/replay.md tells reviewers to (Python).
 fn reseal(header: &mut Map<String, Value>) {
     header.remove("manifest_sha256");
     let script = "import hashlib, json, sys\nh = json.loads(sys.stdin.read())\n\

@@ -7,6 +7,7 @@ mod bad_input;
 mod classification;
 mod cli;
 mod crosscheck;
+mod docs;
 mod faults;
 mod gen;
 mod hostile;
