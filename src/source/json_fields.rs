@@ -3,7 +3,8 @@
 
 use std::borrow::Cow;
 use super::json_shape::{Shape, ShapeRecorder};
-use super::json_tree::{FieldTree, NODE};
+use super::field_tree::{FieldTree, NODE};
+use super::json_walk::Walk;
 use super::layout::Cell;
 use crate::json_scan::{Kernel, Parser};
 

@@ -4,7 +4,8 @@
 
 use std::borrow::Cow;
 
-use super::json_tree::{FieldTree, NODE};
+use super::field_tree::{FieldTree, NODE};
+use super::json_walk::Walk;
 use super::layout::Cell;
 #[cfg(target_arch = "x86_64")]
 use crate::json_scan::avx2;

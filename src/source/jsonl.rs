@@ -13,7 +13,7 @@ use memmap2::Mmap;
 use anyhow::{Context, Result};
 
 use super::json_fields::FieldPicker;
-use super::json_tree::FieldTree;
+use super::field_tree::FieldTree;
 use super::rows::{FullRow, PieceTally, Record, Rows};
 use super::{Compression, Input, Piece};
 use super::layout::Cell;

@@ -5,10 +5,11 @@
 
 mod aligned;
 mod document;
+mod field_tree;
 mod fields;
 pub mod json_fields;
 mod json_shape;
-pub mod json_tree;
+mod json_walk;
 mod jsonl;
 pub mod layout;
 mod parquet;

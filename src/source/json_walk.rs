@@ -1,119 +1,29 @@
-//! The paths a layout reads, as a tree the JSON picker walks in one pass: a top-level field is
-//! a cell or a node whose members, elements and headers lead on to cells. What a line holds
-//! outside the tree is validated and skipped, never built.
+//! A line's object read through a layout's field tree (`field_tree`) in one pass: each value
+//! the tree leads to goes to its cell; what a line holds outside the tree is validated and
+//! skipped, never built.
 
+use super::field_tree::{FieldTree, Node, Target, NODE};
 use super::json_fields::value_at;
 use super::json_shape::ShapeRecorder;
 use super::layout::Cell;
 use crate::json_scan::{Parser, MAX_NESTING};
-use crate::path::Step;
 
-/// A picker slot at or above this is a top-level node (this plus its root's index); below it,
-/// a cell.
-pub const NODE: usize = 1 << 30;
-
-/// The top-level fields a layout reads, each a cell or a node.
-#[derive(Debug, Default)]
-pub struct FieldTree {
-    roots: Vec<(String, Target)>,
-    /// Each root's cells, when it is a node: set back to `Missing` before a walk, so that a
-    /// header this line lacks is not the last line's.
-    node_cells: Vec<Vec<usize>>,
-    /// Cells whose strings a raw read may leave escaped (`Cell::Escaped`): read by a
-    /// normaliser that needs no unescaped text for most rows (a stack signature).
-    escaped: Vec<bool>,
-}
-
-#[derive(Debug)]
-enum Target {
-    Cell(usize),
-    Node(Node),
-}
-
-/// A value whose parts are read: by member name (or header name, in an array), by index.
-#[derive(Debug, Default)]
-struct Node {
-    /// The value itself is a leaf too.
-    cell: Option<usize>,
-    keys: Vec<(String, Target)>,
-    indexes: Vec<(usize, Target)>,
-}
-
-impl Node {
-    fn key(&self, name: &str) -> Option<&Target> {
-        self.keys.iter().find(|(k, _)| k == name).map(|(_, t)| t)
-    }
-
-    fn index(&self, i: usize) -> Option<&Target> {
-        self.indexes.iter().find(|(n, _)| *n == i).map(|(_, t)| t)
-    }
-}
-
-impl FieldTree {
-    /// The tree of `leaves` (cell `i` is leaf `i`); a leaf that does not start with a name is
-    /// never found (records are objects).
-    pub fn new(leaves: &[Vec<Step>]) -> FieldTree {
-        let mut tree = FieldTree::default();
-        for (cell, path) in leaves.iter().enumerate() {
-            let Some((Step::Key(name), rest)) = path.split_first() else { continue };
-            let at = match tree.roots.iter().position(|(k, _)| k == name) {
-                Some(i) => i,
-                None => {
-                    tree.roots.push((name.clone(), Target::Node(Node::default())));
-                    tree.roots.len() - 1
-                }
-            };
-            insert(&mut tree.roots[at].1, rest, cell);
-        }
-        // A root that is only a cell is read as a plain cell.
-        for (_, target) in &mut tree.roots {
-            if let Target::Node(Node { cell: Some(c), keys, indexes }) = target {
-                if keys.is_empty() && indexes.is_empty() {
-                    *target = Target::Cell(*c);
-                }
-            }
-        }
-        tree.node_cells = tree.roots.iter().map(|(_, t)| if matches!(t, Target::Node(_)) { cells_of(t) } else { Vec::new() }).collect();
-        tree.escaped = vec![false; leaves.len()];
-        tree
-    }
-
-    /// Lets raw reads leave cell `cell`'s strings escaped.
-    pub fn keep_escaped(&mut self, cell: usize) {
-        self.escaped[cell] = true;
-    }
-
-    pub(super) fn keeps_escaped(&self, cell: usize) -> bool {
-        self.escaped.get(cell).copied().unwrap_or(false)
-    }
-
-    /// A tree of top-level fields only: cell `i` is `names[i]`.
-    pub fn flat(names: &[String]) -> FieldTree {
-        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect(), node_cells: vec![Vec::new(); names.len()], escaped: vec![false; names.len()] }
-    }
-
-    /// How many cells the tree fills: one more than its highest.
-    pub fn cells(&self) -> usize {
-        self.roots.iter().flat_map(|(_, t)| cells_of(t)).max().map_or(0, |h| h + 1)
-    }
-
-    /// The slot a top-level field fills: its cell, or `NODE` plus its root's index.
-    pub fn slot(&self, key: &str) -> Option<usize> {
-        let i = self.roots.iter().position(|(k, _)| k == key)?;
-        Some(match &self.roots[i].1 {
-            Target::Cell(c) => *c,
-            Target::Node(_) => NODE + i,
-        })
-    }
-
+/// Reading through a field tree, what the picker and its shapes call.
+pub(super) trait Walk {
     /// Reads the value the parser stands at into the cells slot `slot` leads to.
+    fn read<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String>;
+
+    /// `read`, a node's leaves taken down as steps of the shape being recorded.
+    fn read_recording<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>], rec: Recording) -> Result<(), String>;
+}
+
+impl Walk for FieldTree {
     #[inline]
-    pub fn read<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String> {
+    fn read<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String> {
         self.read_recording(slot, p, cells, None)
     }
 
-    /// `read`, a node's leaves taken down as steps of the shape being recorded.
-    pub(super) fn read_recording<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>], mut rec: Recording) -> Result<(), String> {
+    fn read_recording<'a>(&self, slot: usize, p: &mut Parser<'a>, cells: &mut [Cell<'a>], mut rec: Recording) -> Result<(), String> {
         if slot < NODE {
             cells[slot] = value_at(p, 1)?;
             return Ok(());
@@ -122,51 +32,6 @@ impl FieldTree {
             cells[c] = Cell::Missing;
         }
         walk(&self.roots[slot - NODE].1, p, cells, 1, &mut rec)
-    }
-}
-
-/// Every cell a target leads to.
-fn cells_of(target: &Target) -> Vec<usize> {
-    match target {
-        Target::Cell(c) => vec![*c],
-        Target::Node(node) => {
-            let children = node.keys.iter().map(|(_, t)| t).chain(node.indexes.iter().map(|(_, t)| t));
-            children.flat_map(cells_of).chain(node.cell).collect()
-        }
-    }
-}
-
-fn insert(target: &mut Target, path: &[Step], cell: usize) {
-    let Target::Node(node) = target else {
-        let Target::Cell(c) = *target else { unreachable!() };
-        *target = Target::Node(Node { cell: Some(c), ..Node::default() });
-        return insert(target, path, cell);
-    };
-    let Some((step, rest)) = path.split_first() else {
-        node.cell = Some(cell);
-        return;
-    };
-    let children = match step {
-        Step::Key(name) => {
-            if node.key(name).is_none() {
-                node.keys.push((name.clone(), Target::Node(Node::default())));
-            }
-            node.keys.iter_mut().find(|(k, _)| k == name).map(|(_, t)| t)
-        }
-        Step::Index(i) => {
-            if node.index(*i).is_none() {
-                node.indexes.push((*i, Target::Node(Node::default())));
-            }
-            node.indexes.iter_mut().find(|(n, _)| n == i).map(|(_, t)| t)
-        }
-    };
-    let child = children.expect("just inserted");
-    insert(child, rest, cell);
-    // A child that is only a cell is a plain cell.
-    if let Target::Node(Node { cell: Some(c), keys, indexes }) = child {
-        if keys.is_empty() && indexes.is_empty() {
-            *child = Target::Cell(*c);
-        }
     }
 }
 
@@ -352,7 +217,7 @@ fn revisit<'a>(node: &Node, name: Option<&str>, value_at_pos: Option<usize>, p: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::path::FieldExpr;
+    use crate::path::{FieldExpr, Step};
     use std::borrow::Cow;
 
     /// Reads one line's object through a tree of `paths` (each one leaf).
