@@ -31,7 +31,7 @@ use polars::prelude::DataFrame;
 use rayon::prelude::*;
 
 pub use json_fields::FieldPicker;
-pub use rows::{FullRow, Record};
+pub use rows::{ColumnRecords, FullRow, Record};
 pub use table::{Ndjson, RawTable};
 
 use crate::messages::Progress;

@@ -22,8 +22,8 @@ use polars_parquet::parquet::metadata::ColumnChunkMetadata;
 use super::parquet_fold::{PageColumns, Times};
 use super::parquet_late::{Ids, LateTexts};
 use super::parquet_pages::{Codes, Ints, TextTimes, Texts};
-use super::parquet_json::{ParquetRow, RowWriter};
-use super::rows::{FullRow, PieceTally, Record, Rows};
+use super::parquet_json::RowWriter;
+use super::rows::{ColumnRecords, FullRow, PieceTally, Record, Rows};
 use super::Input;
 use super::layout::{push_part, Cell, DirectColumns, RowFacts};
 use crate::path::Step;
@@ -382,7 +382,7 @@ pub(super) fn decode(rows: &Rows, df: &DataFrame, records: bool, mut accept: imp
     for i in 0..df.height() {
         let mut take = |key: &[u8], facts: RowFacts<'_>| {
             let record = match &writer {
-                Some(writer) if records => Record::Row(ParquetRow::new(writer, i)),
+                Some(writer) if records => Record::Row { records: writer, row: i },
                 _ => Record::Text(""),
             };
             accept(FullRow { key, facts, record, aligned: rows.aligned })

@@ -7,6 +7,7 @@ use polars::prelude::{
 };
 
 use super::parquet::StrArray;
+use super::rows::ColumnRecords;
 use crate::json_scan::{needs_escape, word_needs_escape};
 use crate::timestamp;
 use crate::values::{push_bytes, to_json, write_json_string};
@@ -116,9 +117,11 @@ impl RowWriter {
             .collect::<Result<_>>()?;
         Ok(RowWriter { columns })
     }
+}
 
+impl ColumnRecords for RowWriter {
     /// Row `i` (of the frame's) as a JSON object, appended to `out`.
-    pub(super) fn write(&self, i: usize, out: &mut Vec<u8>) {
+    fn write(&self, i: usize, out: &mut Vec<u8>) {
         if self.columns.is_empty() {
             out.push(b'{');
         }
@@ -139,7 +142,7 @@ impl RowWriter {
 
     /// The value of the column named `name` in row `i`, as the row's JSON gives it; None if
     /// the frame has no such column.
-    pub(super) fn field(&self, i: usize, name: &str) -> Option<serde_json::Value> {
+    fn field(&self, i: usize, name: &str) -> Option<serde_json::Value> {
         let column = self.columns.iter().find(|c| c.name == name)?;
         let mut json = Vec::new();
         column.values.write(i, &mut json);
@@ -179,27 +182,6 @@ impl Values {
             },
             Values::Other(s) => serde_json::to_writer(&mut *out, &to_json(s.get(i).expect("a row of the frame"))).expect("values serialise"),
         }
-    }
-}
-
-/// One row of a frame, written as JSON where its record goes.
-pub struct ParquetRow<'w> {
-    writer: &'w RowWriter,
-    row: usize,
-}
-
-impl<'w> ParquetRow<'w> {
-    pub(super) fn new(writer: &'w RowWriter, row: usize) -> ParquetRow<'w> {
-        ParquetRow { writer, row }
-    }
-
-    pub(super) fn write(&self, out: &mut Vec<u8>) {
-        self.writer.write(self.row, out);
-    }
-
-    /// One field of the row, as JSON, if the frame has it.
-    pub(super) fn field(&self, name: &str) -> Option<serde_json::Value> {
-        self.writer.field(self.row, name)
     }
 }
 

@@ -6,7 +6,6 @@ use serde_json::{Map, Value};
 
 use super::{Reject, Tally, Window, NAMED_REJECTS};
 use super::layout::{Cell, Layout, RowContext, RowFacts};
-use super::parquet_json::ParquetRow;
 use crate::timestamp::DateCache;
 
 /// An accepted row: its raw signature key, facts, and (when asked for) the full record.
@@ -19,13 +18,25 @@ pub struct FullRow<'a> {
 }
 
 /// A whole record: a JSON line's own text (kept byte for byte), a row as a JSON object, or a
-/// Parquet row, written as JSON straight where it goes (not first into a buffer of its own).
+/// row of columns (Parquet's), written as JSON straight where it goes (not first into a buffer
+/// of its own).
 pub enum Record<'a> {
     Text(&'a str),
     /// A JSON line that is not UTF-8 (kcat writes binary payloads raw), byte for byte.
     Bytes(&'a [u8]),
     Object(Map<String, Value>),
-    Row(ParquetRow<'a>),
+    Row { records: &'a dyn ColumnRecords, row: usize },
+}
+
+/// Rows held as columns that write each row as a JSON object where its record goes: what a
+/// `Record::Row` is read from.
+pub trait ColumnRecords {
+    /// Row `row` as a JSON object, appended to `out`.
+    fn write(&self, row: usize, out: &mut Vec<u8>);
+
+    /// The value of the field named `name` in row `row`, as the row's JSON gives it; None if
+    /// the rows have no such field.
+    fn field(&self, row: usize, name: &str) -> Option<Value>;
 }
 
 impl Record<'_> {
@@ -37,7 +48,7 @@ impl Record<'_> {
             Record::Text(text) => out.extend_from_slice(text.as_bytes()),
             Record::Bytes(bytes) => out.extend_from_slice(String::from_utf8_lossy(bytes).as_bytes()),
             Record::Object(map) => serde_json::to_writer(&mut *out, map).expect("records serialise"),
-            Record::Row(row) => row.write(out),
+            Record::Row { records, row } => records.write(*row, out),
         }
     }
 
@@ -75,7 +86,7 @@ impl Record<'_> {
                 crate::path::Decoded::Json(v) => v,
                 crate::path::Decoded::Bytes(b) => Value::String(String::from_utf8_lossy(&b).into_owned()),
             }),
-            Record::Row(row) => row.field(name),
+            Record::Row { records, row } => records.field(*row, name),
         }
     }
 }
