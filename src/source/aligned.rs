@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use polars::prelude::{Column, DataFrame, IntoColumn, IntoSeries, NamedFrom, PlSmallStr, Series, StructChunked};
 
+use super::jsonl::Chunks;
 use super::Input;
 use crate::path::Step;
 use crate::storage::{Location, Storage};
@@ -171,6 +172,13 @@ pub fn json_lines(storage: &Storage, input: &Input) -> Result<Vec<u8>> {
         out.push(b'\n');
     }
     Ok(out)
+}
+
+/// A JSON chunk's files as chunks of lines, one record a line (`json_lines`), for the
+/// JSON-lines decoder.
+pub(super) fn json_chunks(storage: &Storage, input: &Input) -> Result<Chunks> {
+    let lines = json_lines(storage, input)?;
+    Ok(super::jsonl::chunks_of_lines(lines, &input.display))
 }
 
 /// A Parquet chunk as one frame: `topic`, `partition`, `offset` from the file name, `key` (the

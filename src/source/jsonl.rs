@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use super::json_fields::FieldPicker;
 use super::field_tree::FieldTree;
 use super::rows::{FullRow, PieceTally, Record, Rows};
-use super::{Compression, Input, Piece};
+use super::{Compression, Input};
 use super::layout::Cell;
 use crate::lines::{line_at, LineBlocks};
 use crate::storage::{MappedFile, Opener};
@@ -63,10 +63,10 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
     Ok(Chunks::new(Box::new(reader), CHUNK_BYTES, &input.display))
 }
 
-/// The lines of an aligned S3-sink chunk's files, put together (see `aligned`).
-pub(super) fn aligned_chunks(storage: &crate::storage::Storage, input: &Input) -> Result<Chunks> {
-    let lines = super::aligned::json_lines(storage, input)?;
-    Ok(Chunks::new(Box::new(io::Cursor::new(lines)), CHUNK_BYTES, &input.display))
+/// Lines already in memory (an aligned S3-sink chunk's, put together) as numbered
+/// newline-aligned chunks; `display` names them in errors.
+pub(super) fn chunks_of_lines(lines: Vec<u8>, display: &str) -> Chunks {
+    Chunks::new(Box::new(io::Cursor::new(lines)), CHUNK_BYTES, display)
 }
 
 /// How much of a stream's start tells a JSON document from JSON lines.
@@ -295,14 +295,14 @@ impl Chunks {
         Chunks { source, display: display.to_string(), spare: Mutex::new(Vec::new()) }
     }
 
-    /// The chunks, in order, as pieces: a mapped file's as ranges that `load` makes ready; a
+    /// The chunks, numbered in order: a mapped file's as ranges that `load` makes ready; a
     /// read error names the input.
-    pub(super) fn iter(&self) -> impl Iterator<Item = Result<Piece>> + Send + '_ {
+    pub(super) fn iter(&self) -> impl Iterator<Item = Result<(usize, ChunkBytes)>> + Send + '_ {
         std::iter::from_fn(move || match &self.source {
             ChunkSource::Read(reader) => {
                 let spare = self.spare.lock().expect("spare buffers").pop().unwrap_or_default();
                 let next = reader.lock().expect("chunk reader").next(spare)?;
-                Some(next.map(|(index, bytes)| Piece::Chunk(index, ChunkBytes::Read(bytes))).with_context(|| format!("{}: read error", self.display)))
+                Some(next.map(|(index, bytes)| (index, ChunkBytes::Read(bytes))).with_context(|| format!("{}: read error", self.display)))
             }
             ChunkSource::Mapped { map, next, size, .. } => {
                 let mut next = next.lock().expect("chunk cutter");
@@ -318,7 +318,7 @@ impl Chunks {
                     None => map.len(),
                 };
                 *next = (end, index + 1);
-                Some(Ok(Piece::Chunk(index, ChunkBytes::Mapped(map.clone(), start..end))))
+                Some(Ok((index, ChunkBytes::Mapped(map.clone(), start..end))))
             }
         })
     }
@@ -591,7 +591,7 @@ mod tests {
             let chunks = Chunks::mapped(crate::storage::map_file(file.path()).unwrap().unwrap(), 4096, window, mode, "t");
             let mut out = Vec::new();
             for piece in chunks.iter() {
-                let Piece::Chunk(index, bytes) = piece.unwrap() else { unreachable!() };
+                let (index, bytes) = piece.unwrap();
                 let mut decoder = LineDecoder::new(&rows);
                 let mut got = Vec::new();
                 chunks
@@ -623,10 +623,7 @@ mod tests {
         let chunks = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000, "t");
         let parts: Vec<Vec<u8>> = chunks
             .iter()
-            .map(|c| match c.unwrap() {
-                Piece::Chunk(_, bytes) => bytes.to_vec(),
-                Piece::Group(_) | Piece::Slice(_) => unreachable!(),
-            })
+            .map(|c| c.unwrap().1.to_vec())
             .collect();
         assert!(parts.len() > 100);
         assert!(parts.iter().all(|p| p.ends_with(b"\n")));
@@ -648,7 +645,7 @@ mod tests {
             let chunks = Chunks::mapped(mapped, 1000, 64, mode, "t");
             let mut parts = Vec::new();
             for (n, piece) in chunks.iter().enumerate() {
-                let Piece::Chunk(index, bytes) = piece.unwrap() else { unreachable!() };
+                let (index, bytes) = piece.unwrap();
                 assert_eq!(index, n);
                 let bytes = chunks.load(bytes).unwrap();
                 assert_eq!(matches!(bytes, ChunkBytes::Read(_)), mode == ReadMode::Copy);
@@ -670,10 +667,7 @@ mod tests {
         assert_eq!(parts.concat(), text[3..]);
         let read: Vec<Vec<u8>> = Chunks::new(Box::new(io::Cursor::new(text.clone())), 1000, "t")
             .iter()
-            .map(|c| match c.unwrap() {
-                Piece::Chunk(_, bytes) => bytes.to_vec(),
-                Piece::Group(_) | Piece::Slice(_) => unreachable!(),
-            })
+            .map(|c| c.unwrap().1.to_vec())
             .collect();
         assert_eq!(read.concat(), parts.concat());
     }

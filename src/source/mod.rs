@@ -423,6 +423,11 @@ struct RecordSlice {
     bytes: u64,
 }
 
+/// A stream's chunks of lines as pieces.
+fn chunk_pieces(chunks: &Chunks) -> impl Iterator<Item = Result<Piece>> + Send + '_ {
+    chunks.iter().map(|chunk| chunk.map(|(index, bytes)| Piece::Chunk(index, bytes)))
+}
+
 /// Rows of a row group decoded as one slice when reading whole records.
 const SLICE_ROWS: usize = 4_096;
 
@@ -516,7 +521,7 @@ impl Scan<'_> {
     fn pieces<'s>(&'s self, opener: &Opener, input: &Input) -> Result<Pieces<'s>> {
         Ok(match input.format {
             Format::State => anyhow::bail!("{}: a partial state holds counts, not rows: rank, trend and health read it", input.display),
-            Format::Jsonl(_) if input.aligned.is_some() => Pieces::Lines(jsonl::aligned_chunks(self.storage, input)?),
+            Format::Jsonl(_) if input.aligned.is_some() => Pieces::Lines(aligned::json_chunks(self.storage, input)?),
             Format::Jsonl(compression) => Pieces::Lines(jsonl::chunks(opener, input, compression)?),
             Format::Parquet if input.aligned.is_some() => Pieces::Frame(aligned::parquet_frame(self.storage, input)?),
             Format::Parquet => {
@@ -615,7 +620,7 @@ impl Scan<'_> {
             };
             let start = || (make(), Vec::new());
             let folded = match &pieces {
-                Pieces::Lines(chunks) => chunks.iter().par_bridge().try_fold(start, read).try_reduce(start, merge),
+                Pieces::Lines(chunks) => chunk_pieces(chunks).par_bridge().try_fold(start, read).try_reduce(start, merge),
                 Pieces::Groups(_, groups) => groups.par_iter().map(|g| Ok(Piece::Group(*g))).try_fold(start, read).try_reduce(start, merge),
                 Pieces::Frame(frame) => frame_slices(frame).try_fold(start, read).try_reduce(start, merge),
             };
@@ -670,7 +675,7 @@ impl Scan<'_> {
             let context = InputContext::of(input);
             let (stopped, piece_tallies) = std::thread::scope(|threads| {
                 let all: Box<dyn Iterator<Item = Result<Piece>> + Send + '_> = match &pieces {
-                    Pieces::Lines(chunks) => Box::new(chunks.iter()),
+                    Pieces::Lines(chunks) => Box::new(chunk_pieces(chunks)),
                     Pieces::Groups(source, groups) => Box::new(loaded_ahead(threads, groups.iter().flat_map(|g| record_slices(source, *g)))),
                     Pieces::Frame(frame) => Box::new(frame_slices(frame).collect::<Vec<_>>().into_iter()),
                 };

@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use polars::prelude::{concat, DataFrame, IntoLazy, Schema, SchemaRef, UnionArgs};
 use rayon::prelude::*;
 
-use super::{jsonl, objects, rows, Format, Input, Piece, Tally};
+use super::{aligned, jsonl, objects, rows, Format, Input, Tally};
 use crate::messages::Progress;
 use crate::storage::{Location, Storage};
 use crate::temp::TempFile;
@@ -66,21 +66,17 @@ impl RawTable {
             }
             let (temp, out) = ndjson.as_mut().expect("created above");
             // An S3-sink chunk's files as one record a line, as every command reads them.
-            let chunks = if input.aligned.is_some() { jsonl::aligned_chunks(storage, input)? } else { jsonl::chunks(&opener, input, compression)? };
+            let chunks = if input.aligned.is_some() { aligned::json_chunks(storage, input)? } else { jsonl::chunks(&opener, input, compression)? };
             let mut all = chunks.iter();
             let mut piece_tallies = Vec::new();
             loop {
-                let pieces: Vec<Piece> = all.by_ref().take(batch).map(|piece| match piece? {
-                    Piece::Chunk(index, bytes) => Ok(Piece::Chunk(index, chunks.load(bytes)?)),
-                    other => Ok(other),
-                }).collect::<Result<_>>()?;
+                let pieces: Vec<jsonl::ChunkBytes> = all.by_ref().take(batch).map(|piece| chunks.load(piece?.1)).collect::<Result<_>>()?;
                 if pieces.is_empty() {
                     break;
                 }
                 let checked: Vec<(Vec<u8>, Option<Schema>, rows::PieceTally)> = pieces
                     .into_par_iter()
-                    .map(|piece| {
-                        let Piece::Chunk(_, bytes) = piece else { unreachable!("lines come in chunks") };
+                    .map(|bytes| {
                         progress.advance(bytes.len() as u64);
                         let mut valid = Vec::with_capacity(bytes.len());
                         let piece_tally = jsonl::check_objects(&bytes, |line| {
