@@ -1,6 +1,6 @@
 //! The Confluent S3 sink's aligned files: with `store.kafka.keys` and `store.kafka.headers`
-//! on, a chunk is a values file with a `.keys` and a `.headers` file beside it, one line (or
-//! row) each per record. Read together, line by line, as one record
+//! on, a chunk is a values file with a `.keys` and a `.headers` file beside it (attached to it
+//! in `input`), one line (or row) each per record. Read together, line by line, as one record
 //! `{"topic", "partition", "offset", "key", "value", "headers"}`.
 
 use std::io::Read;
@@ -10,48 +10,9 @@ use anyhow::{bail, Context, Result};
 use polars::prelude::{Column, DataFrame, IntoColumn, IntoSeries, NamedFrom, PlSmallStr, Series, StructChunked};
 
 use super::jsonl::Chunks;
-use super::Input;
+use super::input::{Input, Sibling};
 use crate::path::Step;
 use crate::storage::{Location, Storage};
-
-/// The `.keys` and `.headers` files of a chunk.
-#[derive(Clone, Debug, Default)]
-pub struct Siblings {
-    pub keys: Option<Sibling>,
-    pub headers: Option<Sibling>,
-}
-
-#[derive(Clone, Debug)]
-pub struct Sibling {
-    pub display: String,
-    pub location: Location,
-    pub size: Option<u64>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
-    Keys,
-    Headers,
-}
-
-/// The values file name a `.keys`/`.headers` file name belongs to, and which it is: the S3
-/// sink puts the view's extension after the chunk's start offset (`orders+0+0000000000.keys.json`,
-/// `….headers.snappy.parquet`).
-fn sibling_of(name: &str) -> Option<(String, Role)> {
-    let (dir, file) = name.rsplit_once('/').map_or(("", name), |(d, f)| (d, f));
-    for (marker, role) in [(".keys.", Role::Keys), (".headers.", Role::Headers)] {
-        let Some(at) = file.rfind(marker) else { continue };
-        // After the offset's digits, when the name has the sink's `topic+partition+offset`.
-        let offset = file[..at].rsplit_once('+').map(|(_, o)| o);
-        if !offset.is_some_and(|o| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit())) {
-            continue;
-        }
-        let values = format!("{}{}", &file[..at], &file[at + marker.len() - 1..]);
-        let values = if dir.is_empty() { values } else { format!("{dir}/{values}") };
-        return Some((values, role));
-    }
-    None
-}
 
 /// The chunk's topic, Kafka partition and start offset, from `topic+partition+offset.ext`.
 fn coordinates(name: &str) -> Option<(String, i64, i64)> {
@@ -62,42 +23,6 @@ fn coordinates(name: &str) -> Option<(String, i64, i64)> {
     // Room left above the offset for any chunk's records: no record's offset can wrap.
     let offset = offset.parse::<i64>().ok().filter(|o| (0..=i64::MAX >> 1).contains(o))?;
     Some((topic.to_string(), partition.parse().ok()?, offset))
-}
-
-/// Attaches every `.keys`/`.headers` input whose values file is an input too to that values
-/// file, which then reads them with it.
-pub fn group(inputs: Vec<Input>) -> Vec<Input> {
-    let names: std::collections::HashMap<String, usize> = inputs.iter().enumerate().map(|(i, input)| (input.display.clone(), i)).collect();
-    let mut attached: Vec<Option<(usize, Role)>> = vec![None; inputs.len()];
-    for (i, input) in inputs.iter().enumerate() {
-        if let Some((values, role)) = sibling_of(&input.display) {
-            if let Some(&v) = names.get(&values) {
-                attached[i] = Some((v, role));
-            }
-        }
-    }
-    let mut siblings: Vec<Siblings> = vec![Siblings::default(); inputs.len()];
-    for (i, at) in attached.iter().enumerate() {
-        if let Some((v, role)) = at {
-            let s = Sibling { display: inputs[i].display.clone(), location: inputs[i].location.clone(), size: inputs[i].size };
-            match role {
-                Role::Keys => siblings[*v].keys = Some(s),
-                Role::Headers => siblings[*v].headers = Some(s),
-            }
-        }
-    }
-    inputs
-        .into_iter()
-        .zip(siblings)
-        .zip(attached)
-        .filter(|(_, at)| at.is_none())
-        .map(|((mut input, s), _)| {
-            if s.keys.is_some() || s.headers.is_some() {
-                input.aligned = Some(s);
-            }
-            input
-        })
-        .collect()
 }
 
 /// A whole file, decompressed as its first bytes say (gzip, zstd).
@@ -227,12 +152,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn siblings_are_found_by_the_sinks_names() {
-        assert_eq!(sibling_of("s3://b/topics/orders/partition=0/orders+0+0000000042.keys.json"), Some(("s3://b/topics/orders/partition=0/orders+0+0000000042.json".into(), Role::Keys)));
-        assert_eq!(sibling_of("d/orders+0+0000000042.headers.snappy.parquet"), Some(("d/orders+0+0000000042.snappy.parquet".into(), Role::Headers)));
-        assert_eq!(sibling_of("orders+0+0000000042.keys.json.gz"), Some(("orders+0+0000000042.json.gz".into(), Role::Keys)));
-        assert_eq!(sibling_of("my.keys.topic+0+0000000042.json"), None);
-        assert_eq!(sibling_of("plain.json"), None);
+    fn coordinates_are_read_from_the_sinks_names() {
         assert_eq!(coordinates("dt=2026-11-28/hour=07/dlq.payments+3+0000000042.json"), Some(("dlq.payments".into(), 3, 42)));
         assert_eq!(coordinates("dump.json"), None);
     }

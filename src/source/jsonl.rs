@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 
 use super::json_fields::FieldPicker;
 use super::field_tree::FieldTree;
-use super::rows::{FullRow, PieceTally, Record, Rows};
+use super::rows::{FullRow, Record, Rows};
+use super::tally::PieceTally;
 use super::{Compression, Input};
 use super::layout::Cell;
 use crate::lines::{line_at, LineBlocks};

@@ -4,8 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{Reject, Tally, Window, NAMED_REJECTS};
+use super::input::Window;
 use super::layout::{Cell, Layout, RowContext, RowFacts};
+use super::tally::PieceTally;
 use crate::timestamp::DateCache;
 
 /// An accepted row: its raw signature key, facts, and (when asked for) the full record.
@@ -88,48 +89,6 @@ impl Record<'_> {
             }),
             Record::Row { records, row } => records.field(*row, name),
         }
-    }
-}
-
-/// What one piece of an input (a chunk of lines, a row group) held, with line numbers local
-/// to the piece.
-#[derive(Default)]
-pub(super) struct PieceTally {
-    pub accepted: u64,
-    pub outside_window: u64,
-    pub rejected: u64,
-    pub rejects: Vec<(u64, String)>,
-    /// Lines (or rows) the piece spans, blank lines included.
-    pub lines: u64,
-    /// Rejected rows by kind of reason (`reason_kind`).
-    pub kinds: super::ReasonKinds,
-}
-
-impl PieceTally {
-    pub fn reject(&mut self, line: u64, reason: String) {
-        self.rejected += 1;
-        self.kinds.add(&reason, 1);
-        if self.rejects.len() < NAMED_REJECTS {
-            self.rejects.push((line, reason));
-        }
-    }
-}
-
-/// Adds the tallies of an input's pieces, in piece order, to `tally`: local line numbers
-/// become the input's.
-pub(super) fn absorb(tally: &mut Tally, input: &str, pieces: impl IntoIterator<Item = PieceTally>) {
-    let mut lines_before = 0;
-    for piece in pieces {
-        tally.accepted += piece.accepted;
-        tally.outside_window += piece.outside_window;
-        tally.rejected += piece.rejected;
-        tally.kinds.merge(piece.kinds);
-        for (line, reason) in piece.rejects {
-            if tally.rejects.len() < NAMED_REJECTS {
-                tally.rejects.push(Reject { input: input.to_string(), line: line + lines_before, reason });
-            }
-        }
-        lines_before += piece.lines;
     }
 }
 

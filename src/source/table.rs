@@ -10,7 +10,9 @@ use anyhow::{anyhow, Context, Result};
 use polars::prelude::{concat, DataFrame, IntoLazy, Schema, SchemaRef, UnionArgs};
 use rayon::prelude::*;
 
-use super::{aligned, jsonl, objects, rows, Format, Input, Tally};
+use super::input::objects;
+use super::tally::{self, PieceTally};
+use super::{aligned, jsonl, Format, Input, Tally};
 use crate::messages::Progress;
 use crate::storage::{Location, Storage};
 use crate::temp::TempFile;
@@ -74,7 +76,7 @@ impl RawTable {
                 if pieces.is_empty() {
                     break;
                 }
-                let checked: Vec<(Vec<u8>, Option<Schema>, rows::PieceTally)> = pieces
+                let checked: Vec<(Vec<u8>, Option<Schema>, PieceTally)> = pieces
                     .into_par_iter()
                     .map(|bytes| {
                         progress.advance(bytes.len() as u64);
@@ -97,7 +99,7 @@ impl RawTable {
                     piece_tallies.push(piece_tally);
                 }
             }
-            rows::absorb(&mut tally, &input.display, piece_tallies);
+            tally::absorb(&mut tally, &input.display, piece_tallies);
         }
         progress.finish();
         let ndjson = match ndjson {
