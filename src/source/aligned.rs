@@ -9,8 +9,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use polars::prelude::{Column, DataFrame, IntoColumn, IntoSeries, NamedFrom, PlSmallStr, Series, StructChunked};
 
-use super::jsonl::Chunks;
 use super::input::{Input, Sibling};
+use super::json::{self, Chunks};
 use crate::path::Step;
 use crate::storage::{Location, Storage};
 
@@ -103,7 +103,7 @@ pub fn json_lines(storage: &Storage, input: &Input) -> Result<Vec<u8>> {
 /// JSON-lines decoder.
 pub(super) fn json_chunks(storage: &Storage, input: &Input) -> Result<Chunks> {
     let lines = json_lines(storage, input)?;
-    Ok(super::jsonl::chunks_of_lines(lines, &input.display))
+    Ok(json::chunks_of_lines(lines, &input.display))
 }
 
 /// A Parquet chunk as one frame: `topic`, `partition`, `offset` from the file name, `key` (the

@@ -7,13 +7,14 @@ use anyhow::Result;
 use polars::prelude::DataFrame;
 use rayon::prelude::*;
 
-use super::input::{objects, InputContext};
-use super::jsonl::{self, Chunks};
-use super::layout::Layout;
+use super::aligned;
+use super::input::{objects, Format, Input, InputContext, Window};
+use super::json::{self, Chunks};
 use super::parquet::{self, Group, ParquetSource};
-use super::rows::{FullRow, Record, Rows};
-use super::tally::{self, PieceTally, Tally};
-use super::{aligned, parquet_fold, Accumulator, FirstTimes, Format, Input, Window};
+use super::row::layout::Layout;
+use super::row::rows::{FullRow, Record, Rows};
+use super::row::tally::{self, PieceTally, Tally};
+use super::row::{Accumulator, FirstTimes};
 use crate::messages::Progress;
 use crate::storage::{Opener, Storage};
 
@@ -35,7 +36,7 @@ enum Pieces<'s> {
 
 /// One piece, numbered in input order.
 enum Piece {
-    Chunk(usize, jsonl::ChunkBytes),
+    Chunk(usize, json::ChunkBytes),
     Group(Group),
     /// Rows of a loaded row group (every column), for readers of whole records: a group is
     /// decoded in slices so the records built from it at once stay few.
@@ -150,7 +151,7 @@ impl Scan<'_> {
         Ok(match input.format {
             Format::State => anyhow::bail!("{}: a partial state holds counts, not rows: rank, trend and health read it", input.display),
             Format::Jsonl(_) if input.aligned.is_some() => Pieces::Lines(aligned::json_chunks(self.storage, input)?),
-            Format::Jsonl(compression) => Pieces::Lines(jsonl::chunks(opener, input, compression)?),
+            Format::Jsonl(compression) => Pieces::Lines(json::chunks(opener, input, compression)?),
             Format::Parquet if input.aligned.is_some() => Pieces::Frame(aligned::parquet_frame(self.storage, input)?),
             Format::Parquet => {
                 let source = ParquetSource::open(self.storage, input)?;
@@ -167,7 +168,7 @@ impl Scan<'_> {
         let rows = self.rows(input);
         match (pieces, piece) {
             (Pieces::Lines(chunks), Piece::Chunk(_, bytes)) => {
-                let mut decoder = jsonl::LineDecoder::new(&rows);
+                let mut decoder = json::LineDecoder::new(&rows);
                 chunks.read_windows(bytes, |window| decoder.decode(window, &mut accept))?;
                 Ok(decoder.tally)
             }
@@ -202,7 +203,7 @@ impl Scan<'_> {
         let Some(plan) = plan else { return Ok(None) };
         let Some(columns) = source.page_columns(group, plan, &self.layout.columns)? else { return Ok(None) };
         self.progress.advance(group.bytes);
-        let tally = parquet_fold::fold_pages(&self.rows(&InputContext::default()), plan, &columns, first_times, acc);
+        let tally = parquet::fold_pages(&self.rows(&InputContext::default()), plan, &columns, first_times, acc);
         if columns.id.unreadable() {
             return Err(source.unreadable_ids(group, &self.layout.columns[plan.id]));
         }

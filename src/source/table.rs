@@ -10,9 +10,10 @@ use anyhow::{anyhow, Context, Result};
 use polars::prelude::{concat, DataFrame, IntoLazy, Schema, SchemaRef, UnionArgs};
 use rayon::prelude::*;
 
-use super::input::objects;
-use super::tally::{self, PieceTally};
-use super::{aligned, jsonl, Format, Input, Tally};
+use super::aligned;
+use super::input::{objects, Format, Input};
+use super::json;
+use super::row::tally::{self, PieceTally, Tally};
 use crate::messages::Progress;
 use crate::storage::{Location, Storage};
 use crate::temp::TempFile;
@@ -68,11 +69,11 @@ impl RawTable {
             }
             let (temp, out) = ndjson.as_mut().expect("created above");
             // An S3-sink chunk's files as one record a line, as every command reads them.
-            let chunks = if input.aligned.is_some() { aligned::json_chunks(storage, input)? } else { jsonl::chunks(&opener, input, compression)? };
+            let chunks = if input.aligned.is_some() { aligned::json_chunks(storage, input)? } else { json::chunks(&opener, input, compression)? };
             let mut all = chunks.iter();
             let mut piece_tallies = Vec::new();
             loop {
-                let pieces: Vec<jsonl::ChunkBytes> = all.by_ref().take(batch).map(|piece| chunks.load(piece?.1)).collect::<Result<_>>()?;
+                let pieces: Vec<json::ChunkBytes> = all.by_ref().take(batch).map(|piece| chunks.load(piece?.1)).collect::<Result<_>>()?;
                 if pieces.is_empty() {
                     break;
                 }
@@ -81,7 +82,7 @@ impl RawTable {
                     .map(|bytes| {
                         progress.advance(bytes.len() as u64);
                         let mut valid = Vec::with_capacity(bytes.len());
-                        let piece_tally = jsonl::check_objects(&bytes, |line| {
+                        let piece_tally = json::check_objects(&bytes, |line| {
                             valid.extend_from_slice(line);
                             valid.push(b'\n');
                         });

@@ -2,7 +2,7 @@
 //! one, or a row group's at once with their keys numbered; parts merged in any order.
 
 use super::layout::{Layout, RowFacts};
-use super::FirstTimes;
+use super::first_times::FirstTimes;
 
 /// What a scan folds every accepted row into. Merge must be order-independent, so results do
 /// not depend on file order, chunking or thread count.

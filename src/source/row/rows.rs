@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::input::Window;
 use super::layout::{Cell, Layout, RowContext, RowFacts};
 use super::tally::PieceTally;
+use crate::source::input::Window;
 use crate::timestamp::DateCache;
 
 /// An accepted row: its raw signature key, facts, and (when asked for) the full record.
@@ -93,7 +93,7 @@ impl Record<'_> {
 }
 
 /// Interprets rows through the layout and the window.
-pub(super) struct Rows<'a> {
+pub(in crate::source) struct Rows<'a> {
     pub layout: &'a Layout,
     pub window: Window,
     /// The input's hive partition folders.

@@ -9,7 +9,7 @@ use serde_json::Value;
 pub use super::fields::RowContext;
 
 use super::fields::{record_digest, resolve, FieldAt};
-use super::field_tree::FieldTree;
+use super::tree::FieldTree;
 use crate::path::{FieldExpr, Step};
 use crate::profile::classify::Classifier;
 use crate::profile::{CategorySource, FieldType, IdMissing, Normalizer, Profile};

@@ -2,6 +2,11 @@
 //! that are parsed in parallel, reading only the profile's fields; lines are counted per chunk
 //! so numbers can be restored in chunk order.
 
+mod document;
+mod picker;
+mod shape;
+mod walk;
+
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::ops::{Deref, Range};
@@ -12,12 +17,12 @@ use memmap2::Mmap;
 
 use anyhow::{Context, Result};
 
-use super::json_fields::FieldPicker;
-use super::field_tree::FieldTree;
-use super::rows::{FullRow, Record, Rows};
-use super::tally::PieceTally;
-use super::{Compression, Input};
-use super::layout::Cell;
+pub use picker::FieldPicker;
+use crate::source::input::{Compression, Input};
+use crate::source::row::layout::Cell;
+use crate::source::row::rows::{FullRow, Record, Rows};
+use crate::source::row::tally::PieceTally;
+use crate::source::row::tree::FieldTree;
 use crate::lines::{line_at, LineBlocks};
 use crate::storage::{MappedFile, Opener};
 use crate::timestamp::DateCache;
@@ -36,8 +41,8 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
     if compression == Compression::None {
         if let Some(mapped) = opener.map(&input.location)? {
             if sniffed(compression, &mapped.map) == Compression::None {
-                if super::document::is_document(&mapped.map[..mapped.map.len().min(DOCUMENT_HEAD)]) {
-                    if let Some(lines) = super::document::to_lines(&mapped.map) {
+                if document::is_document(&mapped.map[..mapped.map.len().min(DOCUMENT_HEAD)]) {
+                    if let Some(lines) = document::to_lines(&mapped.map) {
                         return Ok(Chunks::new(Box::new(io::Cursor::new(lines)), CHUNK_BYTES, &input.display));
                     }
                 }
@@ -55,10 +60,10 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
     };
     let mut reader = BufReader::with_capacity(DOCUMENT_HEAD, reader);
     let head = reader.fill_buf().with_context(|| format!("{}: cannot read", input.display))?;
-    if super::document::is_document(head) {
+    if document::is_document(head) {
         let mut text = Vec::new();
         reader.read_to_end(&mut text).with_context(|| format!("{}: read error", input.display))?;
-        let lines = super::document::to_lines(&text).unwrap_or(text);
+        let lines = document::to_lines(&text).unwrap_or(text);
         return Ok(Chunks::new(Box::new(io::Cursor::new(lines)), CHUNK_BYTES, &input.display));
     }
     Ok(Chunks::new(Box::new(reader), CHUNK_BYTES, &input.display))
@@ -508,8 +513,8 @@ mod tests {
     /// kept byte for byte; serde_json reads it with the bad byte replaced).
     #[test]
     fn a_chunk_decodes_alike_whether_its_lines_are_read_raw_or_in_full() {
-        let layout = super::super::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
-        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None }, partition: &[], aligned: false };
+        let layout = crate::source::row::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
+        let rows = Rows { layout: &layout, window: crate::source::input::Window { since: None, until: None }, partition: &[], aligned: false };
         let line = |id: usize, store: &str, reason: &str, attempts: &str| {
             format!(r#"{{"capture_id":"cap-{id}","store_id":"{store}","stage":"inference","reject_reason":"{reason}","registry_revision":"det-v8.0","capture_timestamp":"2026-10-21T11:29:24Z","attempts":{attempts}}}"#).into_bytes()
         };
@@ -569,8 +574,8 @@ mod tests {
     /// counted and the same rejects named at the same numbers, chunk by chunk.
     #[test]
     fn a_chunk_read_in_windows_decodes_as_the_whole_chunk() {
-        let layout = super::super::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
-        let rows = Rows { layout: &layout, window: super::super::Window { since: None, until: None }, partition: &[], aligned: false };
+        let layout = crate::source::row::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
+        let rows = Rows { layout: &layout, window: crate::source::input::Window { since: None, until: None }, partition: &[], aligned: false };
         let mut text = BOM.to_vec();
         for i in 0..3000 {
             let store = if i % 50 == 33 { "s".repeat(3000) } else { format!("store-{}", i % 7) };

@@ -6,8 +6,8 @@ use polars::prelude::{
     ArrowDataType, BooleanChunked, ChunkApply, DataFrame, DataType, Float64Chunked, Int32Chunked, Int64Chunked, Series, StringChunked, TimeUnit, UInt64Chunked,
 };
 
-use super::parquet::StrArray;
-use super::rows::ColumnRecords;
+use super::StrArray;
+use crate::source::row::rows::ColumnRecords;
 use crate::json_scan::{needs_escape, word_needs_escape};
 use crate::timestamp;
 use crate::values::{push_bytes, to_json, write_json_string};

@@ -3,17 +3,17 @@
 
 use std::borrow::Cow;
 
-use super::layout::{push_part, Cell, DirectColumns, RowFacts};
-use super::parquet_late::Ids;
-use super::parquet_pages::{Codes, Ints, TextTime, TextTimes, NULL};
-use super::rows::Rows;
-use super::tally::PieceTally;
-use super::parquet::micros;
-use super::{Accumulator, FirstTimes, NumberedRows};
+use super::late::Ids;
+use super::micros;
+use super::pages::{Codes, Ints, TextTime, TextTimes, NULL};
+use crate::source::row::layout::{push_part, Cell, DirectColumns, RowFacts};
+use crate::source::row::rows::Rows;
+use crate::source::row::tally::PieceTally;
+use crate::source::row::{Accumulator, FirstTimes, NumberedRows};
 use crate::timestamp::DateCache;
 
 /// The columns an analysis needs of one row group, read from their pages.
-pub(super) struct PageColumns {
+pub(in crate::source) struct PageColumns {
     /// In signature order.
     pub signature: Vec<Codes>,
     pub id: Ids,
@@ -25,7 +25,7 @@ pub(super) struct PageColumns {
 
 /// A time column: RFC 3339 text (parsed as read), or native values and the factor to
 /// microseconds (negative: divide).
-pub(super) enum Times {
+pub(in crate::source) enum Times {
     Text(TextTimes),
     Native(Ints, i64),
 }
@@ -90,7 +90,7 @@ impl PageColumns {
 /// rows handed over with their key numbers. A row with a null or unreadable cell goes through the
 /// layout alone, which names what is wrong, as `decode` would, and if it takes the row, the key
 /// it built is numbered too. `plan` says where the columns are in the layout, as they were read.
-pub(super) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, columns: &PageColumns, first_times: &FirstTimes, acc: &mut A) -> PieceTally {
+pub(in crate::source) fn fold_pages<A: Accumulator>(rows: &Rows, plan: &DirectColumns, columns: &PageColumns, first_times: &FirstTimes, acc: &mut A) -> PieceTally {
     let layout = rows.layout;
     let height = columns.rows;
     let mut keys = CodeKeys::new(&columns.signature);
@@ -212,7 +212,7 @@ impl<'a> CodeKeys<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::layout::split_parts;
+    use crate::source::row::layout::split_parts;
 
     fn codes(values: usize, codes: Vec<u32>) -> Codes {
         Codes { values: (0..values).map(|v| format!("v{v}").into()).collect(), codes }

@@ -1,11 +1,11 @@
-//! A line's object read through a layout's field tree (`field_tree`) in one pass: each value
+//! A line's object read through a layout's field tree (`row::tree`) in one pass: each value
 //! the tree leads to goes to its cell; what a line holds outside the tree is validated and
 //! skipped, never built.
 
-use super::field_tree::{FieldTree, Node, Target, NODE};
-use super::json_fields::value_at;
-use super::json_shape::ShapeRecorder;
-use super::layout::Cell;
+use super::picker::value_at;
+use super::shape::ShapeRecorder;
+use crate::source::row::layout::Cell;
+use crate::source::row::tree::{FieldTree, Node, Target, NODE};
 use crate::json_scan::{Parser, MAX_NESTING};
 
 /// Reading through a field tree, what the picker and its shapes call.

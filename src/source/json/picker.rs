@@ -2,10 +2,10 @@
 //! line's syntax like a full parser, but never builds values it does not need.
 
 use std::borrow::Cow;
-use super::json_shape::{Shape, ShapeRecorder};
-use super::field_tree::{FieldTree, NODE};
-use super::json_walk::Walk;
-use super::layout::Cell;
+use super::shape::{Shape, ShapeRecorder};
+use super::walk::Walk;
+use crate::source::row::layout::Cell;
+use crate::source::row::tree::{FieldTree, NODE};
 use crate::json_scan::{Kernel, Parser};
 
 /// How many line shapes a picker keeps: enough for a dump whose lines have a few optional
@@ -489,7 +489,7 @@ mod tests {
     /// them: the same valid lines and the same fields as serde_json.
     #[test]
     fn agrees_with_serde_json_on_every_truncation_and_byte_mutation_of_real_lines() {
-        let envelope = include_str!("../../sample_data/envelope/dlq.jsonl").lines().next().expect("a line");
+        let envelope = include_str!("../../../sample_data/envelope/dlq.jsonl").lines().next().expect("a line");
         let vision = r#"{"capture_id":"cap-09bc585a244823f2","store_id":"zürich-hb-03","fixture_id":"fx-zürich-hb-03-28","planogram_id":"pg-0005","image_uri":"s3://vision-captures/zürich-hb-03/2026/10/21/cap-09bc585a244823f2.jpg","stage":"inference","reject_reason":"timeout","registry_revision":"det-v8.0","capture_timestamp":"2026-10-21T11:29:24Z","attempts":1,"trace_id":"851f977347ed6db7aa47e31c02e78edc"}"#;
         // Whether the line is read raw (the envelope's holds an object).
         for (line, fields, raw) in [

@@ -1,5 +1,5 @@
 //! The paths a layout reads, as a tree: a top-level field is a cell or a node whose members,
-//! elements and headers lead on to cells. The JSON picker walks it in one pass (`json_walk`).
+//! elements and headers lead on to cells. The JSON picker walks it in one pass (`json::walk`).
 
 use crate::path::Step;
 
@@ -10,36 +10,36 @@ pub const NODE: usize = 1 << 30;
 /// The top-level fields a layout reads, each a cell or a node.
 #[derive(Debug, Default)]
 pub struct FieldTree {
-    pub(super) roots: Vec<(String, Target)>,
+    pub(in crate::source) roots: Vec<(String, Target)>,
     /// Each root's cells, when it is a node: set back to `Missing` before a walk, so that a
     /// header this line lacks is not the last line's.
-    pub(super) node_cells: Vec<Vec<usize>>,
+    pub(in crate::source) node_cells: Vec<Vec<usize>>,
     /// Cells whose strings a raw read may leave escaped (`Cell::Escaped`): read by a
     /// normaliser that needs no unescaped text for most rows (a stack signature).
     escaped: Vec<bool>,
 }
 
 #[derive(Debug)]
-pub(super) enum Target {
+pub(in crate::source) enum Target {
     Cell(usize),
     Node(Node),
 }
 
 /// A value whose parts are read: by member name (or header name, in an array), by index.
 #[derive(Debug, Default)]
-pub(super) struct Node {
+pub(in crate::source) struct Node {
     /// The value itself is a leaf too.
-    pub(super) cell: Option<usize>,
-    pub(super) keys: Vec<(String, Target)>,
-    pub(super) indexes: Vec<(usize, Target)>,
+    pub(in crate::source) cell: Option<usize>,
+    pub(in crate::source) keys: Vec<(String, Target)>,
+    pub(in crate::source) indexes: Vec<(usize, Target)>,
 }
 
 impl Node {
-    pub(super) fn key(&self, name: &str) -> Option<&Target> {
+    pub(in crate::source) fn key(&self, name: &str) -> Option<&Target> {
         self.keys.iter().find(|(k, _)| k == name).map(|(_, t)| t)
     }
 
-    pub(super) fn index(&self, i: usize) -> Option<&Target> {
+    pub(in crate::source) fn index(&self, i: usize) -> Option<&Target> {
         self.indexes.iter().find(|(n, _)| *n == i).map(|(_, t)| t)
     }
 }
@@ -78,7 +78,7 @@ impl FieldTree {
         self.escaped[cell] = true;
     }
 
-    pub(super) fn keeps_escaped(&self, cell: usize) -> bool {
+    pub(in crate::source) fn keeps_escaped(&self, cell: usize) -> bool {
         self.escaped.get(cell).copied().unwrap_or(false)
     }
 

@@ -99,7 +99,7 @@ pub struct Tally {
 /// What one piece of an input (a chunk of lines, a row group) held, with line numbers local
 /// to the piece.
 #[derive(Default)]
-pub(super) struct PieceTally {
+pub(in crate::source) struct PieceTally {
     pub accepted: u64,
     pub outside_window: u64,
     pub rejected: u64,
@@ -122,7 +122,7 @@ impl PieceTally {
 
 /// Adds the tallies of an input's pieces, in piece order, to `tally`: local line numbers
 /// become the input's.
-pub(super) fn absorb(tally: &mut Tally, input: &str, pieces: impl IntoIterator<Item = PieceTally>) {
+pub(in crate::source) fn absorb(tally: &mut Tally, input: &str, pieces: impl IntoIterator<Item = PieceTally>) {
     let mut lines_before = 0;
     for piece in pieces {
         tally.accepted += piece.accepted;

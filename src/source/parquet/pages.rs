@@ -21,7 +21,7 @@ pub(super) const NULL: u32 = u32::MAX;
 
 /// A string column as codes: row `i` holds `values[codes[i]]`, or null when `codes[i]` is
 /// `NULL`.
-pub(super) struct Codes {
+pub(in crate::source) struct Codes {
     pub values: Vec<Box<str>>,
     pub codes: Vec<u32>,
 }
@@ -29,7 +29,7 @@ pub(super) struct Codes {
 /// A string column as bytes: each value is preceded in `bytes` by its length (4 bytes, little
 /// endian), as in a PLAIN page, and `starts[i]` is where row `i`'s value begins (`NULL`: null).
 /// Every value is valid UTF-8.
-pub(super) struct Texts {
+pub(in crate::source) struct Texts {
     bytes: Vec<u8>,
     starts: Vec<u32>,
 }
@@ -37,13 +37,13 @@ pub(super) struct Texts {
 /// A string time column, each value parsed as its page is read (no copy of the text is kept,
 /// the size of the ids): row `i`'s microseconds, `NO_TIME` when null, or `UNREADABLE + k`
 /// when its text, `unreadable[k]`, is not a timestamp.
-pub(super) struct TextTimes {
+pub(in crate::source) struct TextTimes {
     values: Vec<i64>,
     unreadable: Vec<Box<str>>,
 }
 
 /// A row of a `TextTimes`.
-pub(super) enum TextTime<'a> {
+pub(in crate::source) enum TextTime<'a> {
     Null,
     Time(i64),
     Unreadable(&'a str),
@@ -57,7 +57,7 @@ const UNREADABLE: i64 = i64::MIN + 1;
 const READABLE: i64 = i64::MIN / 2;
 
 /// An integer column: row `i`'s value, or None when null.
-pub(super) struct Ints {
+pub(in crate::source) struct Ints {
     pub values: Vec<Option<i64>>,
 }
 
@@ -267,7 +267,7 @@ pub(super) fn chunk_pages(chunk: &ColumnChunkMetadata, file: &Buffer<u8>, rows: 
     if start > end || end > file.len() {
         return None;
     }
-    super::parquet_check::check_chunk(chunk, file, rows).ok()?;
+    super::check::check_chunk(chunk, file, rows).ok()?;
     // No page larger than its chunk: a page header claiming more is damaged.
     let pages = PageReader::new(Cursor::new(file.clone().sliced(start..end)), chunk, Vec::new(), end - start);
     let mut pages = BasicDecompressor::new(pages, Vec::new());

@@ -1,8 +1,15 @@
 //! Parquet: one row group per task, only the columns needed decoded (whole records a part of a
 //! group at a time), so memory stays flat whatever the file size; a remote file is read by
 //! ranged requests, never downloaded whole. Row numbers stand in for line numbers. Analyses
-//! read a group's pages themselves when its columns have the usual types (`parquet_fold`),
-//! polars reads the rest.
+//! read a group's pages themselves when its columns have the usual types (`fold`), polars
+//! reads the rest.
+
+mod check;
+mod fold;
+mod late;
+mod nested;
+mod pages;
+mod record;
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -19,14 +26,15 @@ use polars::prelude::{
 use polars_buffer::Buffer;
 use polars_parquet::parquet::metadata::ColumnChunkMetadata;
 
-use super::parquet_fold::{PageColumns, Times};
-use super::parquet_late::{Ids, LateTexts};
-use super::parquet_pages::{Codes, Ints, TextTimes, Texts};
-use super::parquet_json::RowWriter;
-use super::rows::{ColumnRecords, FullRow, Record, Rows};
-use super::tally::PieceTally;
-use super::Input;
-use super::layout::{push_part, Cell, DirectColumns, RowFacts};
+pub(super) use fold::fold_pages;
+use fold::{PageColumns, Times};
+use late::{Ids, LateTexts};
+use pages::{Codes, Ints, TextTimes, Texts};
+use record::RowWriter;
+use crate::source::input::Input;
+use crate::source::row::layout::{push_part, Cell, DirectColumns, RowFacts};
+use crate::source::row::rows::{ColumnRecords, FullRow, Record, Rows};
+use crate::source::row::tally::PieceTally;
 use crate::path::Step;
 use crate::storage::{map_file, Location, Storage};
 use crate::timestamp::DateCache;
@@ -94,7 +102,7 @@ impl<'s> ParquetSource<'s> {
             }
             Location::Std => bail!("{}: Parquet cannot be read from stdin", input.display),
         };
-        if let Err(why) = super::parquet_check::check(&metadata, file_len) {
+        if let Err(why) = check::check(&metadata, file_len) {
             bail!("{}: corrupt Parquet footer: {why}", input.display);
         }
         let mut base = (*metadata).clone();
@@ -138,7 +146,7 @@ impl<'s> ParquetSource<'s> {
 
     /// The bytes of a row group's `columns` (or all), held while its parts are loaded: a
     /// remote group's column chunks are fetched once, not once a part; a local file is mapped.
-    /// Every page header of those chunks is checked first (`parquet_check::check_pages`):
+    /// Every page header of those chunks is checked first (`check::check_pages`):
     /// polars' reader allocates what they claim.
     pub fn hold(&self, group: Group, columns: Option<&[String]>) -> Result<Held> {
         let rg = &self.metadata.row_groups[group.index];
@@ -165,7 +173,7 @@ impl<'s> ParquetSource<'s> {
         // (A local file that cannot be mapped is left to polars' reader unchecked.)
         if !bytes.is_empty() {
             for chunk in chunks {
-                super::parquet_check::check_chunk(chunk, bytes, group.rows).map_err(|why| corrupt_chunk(&self.display, group.offset, chunk, &why))?;
+                check::check_chunk(chunk, bytes, group.rows).map_err(|why| corrupt_chunk(&self.display, group.offset, chunk, &why))?;
             }
         }
         Ok(held)
@@ -213,11 +221,11 @@ impl<'s> ParquetSource<'s> {
         anyhow::anyhow!("{}: corrupt row group at row {}: a page of column `{column}` cannot be read", self.display, group.offset + 1)
     }
 
-    /// What an analysis needs of one row group, read from its pages (`parquet_pages`): None
+    /// What an analysis needs of one row group, read from its pages (`pages`): None
     /// unless the signature columns and the id are strings, the time a string or native
     /// timestamp column, the attempts integers (or absent), every page PLAIN or
     /// dictionary-encoded, and the tuples of signature codes can be numbered in 64 bits.
-    /// Ids are read late (`parquet_late`) where every row has one.
+    /// Ids are read late (`late`) where every row has one.
     pub fn page_columns(&self, group: Group, plan: &DirectColumns, names: &[String]) -> Result<Option<PageColumns>> {
         let rg = &self.metadata.row_groups[group.index];
         let chunk = |i: usize| {
@@ -274,20 +282,20 @@ impl<'s> ParquetSource<'s> {
 }
 
 /// A whole Parquet file in memory, read as one frame once its footer and every page header
-/// are checked (`parquet_check`), polars' reader contained: for the small files read whole.
+/// are checked (`check`), polars' reader contained: for the small files read whole.
 pub(super) fn read_whole(bytes: bytes::Bytes, display: &str) -> Result<DataFrame> {
     let not_parquet = || format!("{display}: not a readable Parquet file");
     let metadata = crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes.clone())).get_metadata().map(|m| m.clone()))
         .map_err(|panic| anyhow::anyhow!("the footer cannot be parsed ({panic})"))?
         .map_err(anyhow::Error::from)
         .with_context(not_parquet)?;
-    if let Err(why) = super::parquet_check::check(&metadata, bytes.len() as u64) {
+    if let Err(why) = check::check(&metadata, bytes.len() as u64) {
         bail!("{display}: corrupt Parquet footer: {why}");
     }
     let mut offset = 0usize;
     for rg in &metadata.row_groups {
         for chunk in rg.parquet_columns() {
-            super::parquet_check::check_chunk(chunk, &bytes, rg.num_rows()).map_err(|why| corrupt_chunk(display, offset, chunk, &why))?;
+            check::check_chunk(chunk, &bytes, rg.num_rows()).map_err(|why| corrupt_chunk(display, offset, chunk, &why))?;
         }
         offset = offset.saturating_add(rg.num_rows());
     }
@@ -431,7 +439,7 @@ impl Column {
         };
         let mut series = col.as_materialized_series().clone();
         for step in rest {
-            match super::parquet_nested::step_into(&series, step)? {
+            match nested::step_into(&series, step)? {
                 Some(next) => series = next,
                 None => return Ok(Column::Missing),
             }

@@ -10,10 +10,10 @@ use polars_parquet::parquet::error::ParquetResult;
 use polars_parquet::parquet::page::{DataPage, DictPage};
 use polars_parquet::parquet::read::BasicDecompressor;
 
-use super::parquet_pages::{chunk_pages, chunk_uncompressed, dictionary_codes, is_string, levels, page_fits, plain_starts, present, value_at, Texts};
+use super::pages::{chunk_pages, chunk_uncompressed, dictionary_codes, is_string, levels, page_fits, plain_starts, present, value_at, Texts};
 
 /// A row group's ids: read with the other columns, or page by page as they are asked for.
-pub(super) enum Ids {
+pub(in crate::source) enum Ids {
     Read(Texts),
     Late(LateTexts),
 }
@@ -44,7 +44,7 @@ impl Ids {
 /// A string column with a value in every row (the column is required, or its statistics count
 /// no null), kept compressed page by page until a row of the page is asked for; then the page
 /// is decompressed, its values checked as UTF-8, and kept.
-pub(super) struct LateTexts {
+pub(in crate::source) struct LateTexts {
     decompressor: RefCell<BasicDecompressor>,
     /// The dictionary page, decompressed, and where each of its values starts.
     dictionary: Option<(DictPage, Vec<u32>)>,

@@ -4,9 +4,9 @@
 
 use std::borrow::Cow;
 
-use super::field_tree::{FieldTree, NODE};
-use super::json_walk::Walk;
-use super::layout::Cell;
+use super::walk::Walk;
+use crate::source::row::layout::Cell;
+use crate::source::row::tree::{FieldTree, NODE};
 #[cfg(target_arch = "x86_64")]
 use crate::json_scan::avx2;
 use crate::json_scan::Parser;
@@ -290,7 +290,7 @@ fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a
         // A node's cells are set by assignment (a walk may leave strings it owns).
         slot if slot as usize >= NODE => tree.read(slot as usize, &mut p, cells).ok()?,
         slot => {
-            let cell = super::json_fields::value_at(&mut p, 1).ok()?;
+            let cell = super::picker::value_at(&mut p, 1).ok()?;
             owns = matches!(cell, Cell::Str(Cow::Owned(_)) | Cell::Lines(Cow::Owned(_)));
             overwrite(&mut cells[slot as usize], cell);
         }
