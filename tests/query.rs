@@ -160,3 +160,44 @@ fn query_types_every_field_over_the_whole_file_not_its_first_chunk() {
     let rows: Value = serde_json::from_str(&dir.command().args(["query", "chunks.jsonl", "-e", sql, "--format", "json"]).ok()).unwrap();
     assert_eq!(rows, json!([{"s": expected_sum, "n": 300_000, "l": 2, "x": 1, "y": "z"}]));
 }
+
+#[test]
+fn query_reads_only_named_fields_typed_as_the_full_reader_types_them() {
+    // Typed by hand as polars' JSON reader types a field over all lines: integers and floats
+    // are floats, a field some lines lack is null there, integers and strings are strings.
+    let dir = Dir::new();
+    let lines = [
+        r#"{"a": 1, "b": "x", "n": {"k": 1}}"#,
+        r#"{"a": 2.5, "b": null}"#,
+        "{broken",
+        r#"{"a": null, "b": "y\u00e9\"q", "c": true}"#,
+        r#"{"m": 1}"#,
+        r#"{"m": "x", "n": {"k": 3}}"#,
+    ];
+    dir.create("t.jsonl", lines.join("\n") + "\n");
+    let query = |sql: &str| dir.command().args(["query", "t.jsonl", "-e", sql, "--format", "json"]).expect_code(0);
+    let run = query("SELECT a, b, c FROM dlq");
+    let rows: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        rows,
+        json!([
+            {"a": 1.0, "b": "x", "c": null}, {"a": 2.5, "b": null, "c": null}, {"a": null, "b": "yé\"q", "c": true},
+            {"a": null, "b": null, "c": null}, {"a": null, "b": null, "c": null},
+        ])
+    );
+    assert_eq!(run.stderr.matches("t.jsonl:3: invalid JSON").count(), 1, "{}", run.stderr);
+    let mixed: Value = serde_json::from_str(&query("SELECT m FROM dlq").stdout).unwrap();
+    assert_eq!(mixed, json!([{"m": null}, {"m": null}, {"m": null}, {"m": "1"}, {"m": "x"}]));
+    let nested: Value = serde_json::from_str(&query("SELECT sum(n.k) AS k FROM dlq").stdout).unwrap();
+    assert_eq!(nested, json!([{"k": 4}]));
+    let grouped: Value = serde_json::from_str(&query("SELECT d.b, count(*) AS n FROM dlq AS d WHERE d.a IS NULL GROUP BY d.b ORDER BY n DESC, d.b").stdout).unwrap();
+    assert_eq!(grouped, json!([{"b": null, "n": 2}, {"b": "yé\"q", "n": 1}]));
+    let all: Value = serde_json::from_str(&query("SELECT * FROM dlq").stdout).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 5);
+    assert_eq!(all[3]["m"], json!("1"));
+    // A field no line has: the error names every field the lines have, as a full read does.
+    let run = dir.command().args(["query", "t.jsonl", "-e", "SELECT nope FROM dlq"]).expect_code(1);
+    for field in ["nope", "\"a\"", "\"m\"", "\"n\""] {
+        assert!(run.stderr.contains(field), "{field}: {}", run.stderr);
+    }
+}

@@ -19,6 +19,9 @@ pub fn query(table: &RawTable, sql: &str) -> Result<DataFrame> {
         let url = PlRefPath::new(format!("file://{}", absolute.display()).as_str());
         frames.push(LazyJsonLineReader::new(url).with_schema(Some(ndjson.schema.clone())).finish().context("reading the JSON-lines inputs")?);
     }
+    if let Some(columns) = &table.columns {
+        frames.push(columns.clone().lazy());
+    }
     for file in &table.parquet {
         frames.push(LazyFrame::scan_parquet(path(file.path()), ScanArgsParquet::default()).with_context(|| format!("{}: cannot read", file.path().display()))?);
     }
@@ -67,4 +70,47 @@ fn stack(frames: Vec<DataFrame>) -> Result<DataFrame> {
         }
     }
     Ok(stacked.expect("at least two frames"))
+}
+
+/// The names a query may read columns by, when its every select list names what it reads (no
+/// `*`, `t.*` or `COLUMNS(…)`): each identifier, and each part of a dotted one (`d.stage`,
+/// `headers.key`). None when the query does not parse here, or selects a wildcard.
+pub fn named_columns(sql: &str) -> Option<Vec<String>> {
+    use sqlparser::ast::{Expr, Query, SelectItem, SetExpr, Visit, Visitor};
+    use std::ops::ControlFlow;
+
+    struct Names(Vec<String>);
+    impl Visitor for Names {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+            fn selects_wildcard(body: &SetExpr) -> bool {
+                match body {
+                    SetExpr::Select(select) => select.projection.iter().any(|item| matches!(item, SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..))),
+                    SetExpr::SetOperation { left, right, .. } => selects_wildcard(left) || selects_wildcard(right),
+                    _ => false,
+                }
+            }
+            if selects_wildcard(&query.body) { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        }
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            match expr {
+                Expr::Identifier(ident) => self.0.push(ident.value.clone()),
+                Expr::CompoundIdentifier(parts) => self.0.extend(parts.iter().map(|p| p.value.clone())),
+                Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("columns") => return ControlFlow::Break(()),
+                Expr::Wildcard(_) | Expr::QualifiedWildcard(..) => return ControlFlow::Break(()),
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let options = sqlparser::parser::ParserOptions { trailing_commas: true, ..Default::default() };
+    let statements = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect).with_options(options).try_with_sql(sql).ok()?.parse_statements().ok()?;
+    let mut names = Names(Vec::new());
+    if statements.visit(&mut names).is_break() {
+        return None;
+    }
+    let mut names = names.0;
+    names.sort();
+    names.dedup();
+    Some(names)
 }

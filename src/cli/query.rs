@@ -59,10 +59,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let storage = Storage::new();
     let inputs = source::inputs(&storage, &args.inputs)?;
     super::inputs::refuse_states(&inputs, "query")?;
-    let progress = Progress::for_bytes(inputs.iter().filter_map(|i| i.size).sum(), !args.no_progress);
-    let table = RawTable::read(&storage, &inputs, &progress)?;
-    super::inputs::report_rejects(table.tally.rejected, &table.tally.rejects);
-    let df = sql::query(&table, &text)?;
+    let progress = || Progress::for_bytes(inputs.iter().filter_map(|i| i.size).sum(), !args.no_progress);
+    let df = match picked_fields(&storage, &inputs, &text, &progress())? {
+        Some(df) => df,
+        None => {
+            let table = RawTable::read(&storage, &inputs, &progress())?;
+            super::inputs::report_rejects(table.tally.rejected, &table.tally.rejects);
+            sql::query(&table, &text)?
+        }
+    };
     let rows = dlqf::values::rows(&df)?;
     let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();
     let bytes = match args.format.as_str() {
@@ -75,6 +80,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     storage.write(&args.output.unwrap_or(Location::Std), &bytes)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The query's answer from only the fields it names, read from the JSON-lines inputs by
+/// dlqf's scanner; None when it needs every field (a `*`, a field holding objects or mixed
+/// types, or an error, which the full read then reports with every field named).
+fn picked_fields(storage: &Storage, inputs: &[source::Input], sql: &str, progress: &Progress) -> Result<Option<polars::prelude::DataFrame>> {
+    let Some(names) = sql::named_columns(sql) else { return Ok(None) };
+    if !inputs.iter().any(|i| matches!(i.format, source::Format::Jsonl(_))) {
+        return Ok(None);
+    }
+    let Ok(table) = RawTable::read_fields(storage, inputs, &names, progress)? else { return Ok(None) };
+    let Ok(df) = sql::query(&table, sql) else { return Ok(None) };
+    super::inputs::report_rejects(table.tally.rejected, &table.tally.rejects);
+    Ok(Some(df))
 }
 
 fn cell_text(value: &Value) -> String {

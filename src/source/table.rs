@@ -2,6 +2,7 @@
 //! as every other reader (byte-order mark dropped, lines counted) and the JSON objects among
 //! them are streamed into one temporary NDJSON file, its schema inferred chunk by chunk on the
 //! way (so SQL can stream it without a second pass over all of it); Parquet inputs stay files.
+//! When the SQL names the fields it reads, JSON-lines inputs become just those columns instead.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -12,7 +13,8 @@ use rayon::prelude::*;
 
 use super::aligned;
 use super::input::{objects, Format, Input};
-use super::json;
+use super::json::{self, columns::Values};
+use super::row::tree::FieldTree;
 use super::row::tally::{self, PieceTally, Tally};
 use crate::messages::Progress;
 use crate::storage::{Location, Storage};
@@ -22,6 +24,8 @@ use crate::temp::TempFile;
 pub struct RawTable {
     /// Every JSON-lines input's JSON-object lines, in input order, if there were any.
     pub ndjson: Option<Ndjson>,
+    /// Or, when only named fields were read, those of every JSON-lines input's lines.
+    pub columns: Option<DataFrame>,
     /// The Parquet inputs as local files (S3 objects downloaded).
     pub parquet: Vec<LocalFile>,
     /// Lines that are not JSON objects are rejected here, as everywhere.
@@ -50,13 +54,14 @@ impl LocalFile {
 }
 
 impl RawTable {
+    /// The inputs with every field of the JSON-lines ones, for any SQL.
     pub fn read(storage: &Storage, inputs: &[Input], progress: &Progress) -> Result<RawTable> {
         let opener = storage.open_in_order(&objects(inputs));
         let mut tally = Tally::default();
         let mut ndjson: Option<(TempFile, BufWriter<std::fs::File>)> = None;
         let mut parquet = Vec::new();
         let mut schemas: Vec<Schema> = Vec::new();
-        let batch = rayon::current_num_threads().max(1) * 2;
+        let batch = batch();
         for input in inputs {
             let Format::Jsonl(compression) = input.format else {
                 parquet.push(local_parquet(storage, input)?);
@@ -110,8 +115,67 @@ impl RawTable {
             }
             None => None,
         };
-        Ok(RawTable { ndjson, parquet, tally })
+        Ok(RawTable { ndjson, columns: None, parquet, tally })
     }
+
+    /// The inputs with only the top-level fields `names` of the JSON-lines ones (a name no
+    /// line has is no column), or why those fields need `read`: one holds objects or arrays,
+    /// or values of two types that only the full reader types as polars does.
+    pub fn read_fields(storage: &Storage, inputs: &[Input], names: &[String], progress: &Progress) -> Result<Result<RawTable, String>> {
+        let opener = storage.open_in_order(&objects(inputs));
+        let tree = FieldTree::flat(names);
+        let mut tally = Tally::default();
+        let mut parquet = Vec::new();
+        let mut picked: Vec<Vec<Values>> = Vec::new();
+        let mut any_jsonl = false;
+        let mut height = 0;
+        for input in inputs {
+            let Format::Jsonl(compression) = input.format else {
+                parquet.push(local_parquet(storage, input)?);
+                continue;
+            };
+            any_jsonl = true;
+            let chunks = if input.aligned.is_some() { aligned::json_chunks(storage, input)? } else { json::chunks(&opener, input, compression)? };
+            let mut all = chunks.iter();
+            let mut piece_tallies = Vec::new();
+            loop {
+                let pieces: Vec<json::ChunkBytes> = all.by_ref().take(batch()).map(|piece| chunks.load(piece?.1)).collect::<Result<_>>()?;
+                if pieces.is_empty() {
+                    break;
+                }
+                let columns: Vec<json::columns::ChunkColumns> = pieces
+                    .into_par_iter()
+                    .map(|bytes| {
+                        progress.advance(bytes.len() as u64);
+                        let columns = json::columns::pick(&bytes, &tree);
+                        chunks.give_back(bytes);
+                        columns
+                    })
+                    .collect();
+                for chunk in columns {
+                    height += chunk.tally.accepted as usize;
+                    picked.push(chunk.fields);
+                    piece_tallies.push(chunk.tally);
+                }
+            }
+            tally::absorb(&mut tally, &input.display, piece_tallies);
+        }
+        progress.finish();
+        let columns = match any_jsonl {
+            true => match json::columns::columns(names, picked) {
+                Ok(columns) if columns.is_empty() => return Ok(Err("no line has a field the SQL names".into())),
+                Ok(columns) => Some(DataFrame::new(height, columns.into_iter().map(Into::into).collect()).context("the JSON-lines fields")?),
+                Err(why) => return Ok(Err(why)),
+            },
+            false => None,
+        };
+        Ok(Ok(RawTable { ndjson: None, columns, parquet, tally }))
+    }
+}
+
+/// Chunks decoded at once: two per thread keep every thread busy while the next are cut.
+fn batch() -> usize {
+    rayon::current_num_threads().max(1) * 2
 }
 
 /// One schema holding all of `schemas`: fields in order of first appearance, each of the

@@ -2,6 +2,7 @@
 //! that are parsed in parallel, reading only the profile's fields; lines are counted per chunk
 //! so numbers can be restored in chunk order.
 
+pub(super) mod columns;
 mod document;
 mod picker;
 mod shape;
