@@ -116,9 +116,18 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
 /// after each type, which is the message. A line is indented as the parser trims it: any
 /// whitespace first.
 fn shape(trace: &str, into: &mut Vec<u8>) {
-    for line in trace.split('\n') {
+    let mut rest = trace;
+    loop {
+        let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
         shape_line(line, line.starts_with(char::is_whitespace), into);
         into.push(b'\n');
+        match next {
+            Some(next) => rest = next,
+            None => return,
+        }
     }
 }
 

@@ -52,7 +52,7 @@ pub fn template(message: &str) -> String {
 }
 
 fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
-    let first_line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let first_line = first_line(message);
     let capped = cap_bytes(first_line, MAX_BYTES);
     let mut note = |rule: &'static str, value: &str| {
         if let Some(m) = masks.as_deref_mut() {
@@ -78,7 +78,7 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
     if masked.contains(['\'', '"', '`']) {
         masked = quoted::replace_quoted(capped, quoted);
     }
-    if masked.contains("://") {
+    if find_bytes(&masked, b"://").is_some() {
         masked = replace(masked, &URL, |c: &regex::Captures| {
             note("url", &c[0]);
             PLACEHOLDER.to_string()
@@ -181,13 +181,35 @@ fn words(text: &str, most: usize) -> Vec<&str> {
     }
 }
 
-/// Where the first `...` of `text` starts: a search for one byte, where a `str` pattern search
-/// costs more to set up than a token takes to read.
+/// The first line of `message` that is not blank, trimmed (as `lines()` would find it).
+fn first_line(message: &str) -> &str {
+    let mut rest = message;
+    loop {
+        let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
+        let line = line.trim();
+        match next {
+            _ if !line.is_empty() => return line,
+            Some(next) => rest = next,
+            None => return "",
+        }
+    }
+}
+
+/// Where the first `...` of `text` starts.
 fn find_dots(text: &str) -> Option<usize> {
+    find_bytes(text, b"...")
+}
+
+/// Where `needle` (a few ASCII bytes) first starts in `text`: a search for its first byte,
+/// where a `str` pattern search costs more to set up than a message takes to read.
+fn find_bytes(text: &str, needle: &[u8]) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut from = 0;
-    while let Some(at) = memchr::memchr(b'.', &bytes[from..]).map(|i| from + i) {
-        if bytes[at..].starts_with(b"...") {
+    while let Some(at) = memchr::memchr(needle[0], &bytes[from..]).map(|i| from + i) {
+        if bytes[at..].starts_with(needle) {
             return Some(at);
         }
         from = at + 1;

@@ -191,3 +191,13 @@ fn words_are_cut_as_split_whitespace_cuts_them() {
         assert_eq!(super::words(text, 2), expected, "{text:?}");
     }
 }
+
+#[test]
+fn the_first_line_is_found_as_lines_finds_it() {
+    for text in ["a", "\n\n  b c \r\nd", "\r\n", "", " \n\t\n", "x\ny", "\u{a0}\nz"] {
+        let expected = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        assert_eq!(super::first_line(text), expected, "{text:?}");
+    }
+    assert_eq!(super::find_bytes("a:/b://c", b"://"), Some(4));
+    assert_eq!(super::find_bytes("a..b..", b"..."), None);
+}
