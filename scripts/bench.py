@@ -46,7 +46,11 @@ QUERY_DUCKDB = r"""
 import json, sys, duckdb
 con = duckdb.connect()
 con.execute("SET enable_progress_bar = false")
-con.execute("CREATE VIEW dlq AS SELECT * FROM read_json('%s', format='newline_delimited')" % sys.argv[1])
+if len(sys.argv) > 3:
+    con.execute("SET threads=%s" % sys.argv[3])
+path = sys.argv[1]
+src = ("read_parquet('%s')" % path) if path.endswith(".parquet") else ("read_json('%s', format='newline_delimited')" % path)
+con.execute("CREATE VIEW dlq AS SELECT * FROM %s" % src)
 print(json.dumps([list(row) for row in con.execute(sys.argv[2]).fetchall()]))
 """
 
@@ -563,14 +567,25 @@ def main():
         ]:
             runs = [measure(base + cmd) for _ in range(args.runs)]
             print(f"| {label} | {statistics.median(w for w, _, _ in runs):.2f} s | {max(m for _, m, _ in runs):.0f} MiB |")
-        # SQL over the raw records streams: a one-column group-by over the JSON-lines dump,
-        # checked against DuckDB's answer to the same query.
+        # SQL over the raw records: a one-column group-by, beside DuckDB running the same SQL
+        # over the same file (its own type detection, as a user would), alternating runs.
         sql = "SELECT stage, count(*) AS n FROM dlq GROUP BY stage ORDER BY stage"
-        runs = [measure(base + ["query", jsonl, "-e", sql, "--format", "json"]) for _ in range(args.runs)]
-        ours = sorted([r["stage"], r["n"]] for r in json.loads(runs[0][2]))
-        theirs = sorted(json.loads(subprocess.run([sys.executable, "-c", QUERY_DUCKDB, jsonl, sql], check=True, capture_output=True, text=True).stdout))
-        same = "same rows as DuckDB" if ours == theirs else f"DIFFERENT from DuckDB ({len(ours)} vs {len(theirs)} rows)"
-        print(f"| query: one-column group-by (JSON-lines), {same} | {statistics.median(w for w, _, _ in runs):.2f} s | {max(m for _, m, _ in runs):.0f} MiB |")
+        print("\n| query: one-column group-by | dlqf | dlqf RSS | DuckDB | DuckDB RSS | dlqf / DuckDB | check |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for label, path in [("JSON-lines", jsonl), ("Parquet", parquet)]:
+            engines = {
+                "dlqf": base + ["query", path, "-e", sql, "--format", "json", "--no-progress"],
+                "duckdb": [sys.executable, "-c", QUERY_DUCKDB, path, sql, str(args.threads)],
+            }
+            results = {name: [] for name in engines}
+            for _ in range(args.runs):
+                for name, cmd in engines.items():
+                    results[name].append(measure(cmd))
+            ours = sorted([r["stage"], r["n"]] for r in json.loads(results["dlqf"][0][2]))
+            theirs = sorted(json.loads(results["duckdb"][0][2]))
+            same = "same rows" if ours == theirs else f"DIFFERENT rows ({len(ours)} vs {len(theirs)})"
+            (d, dm), (k, km) = [(statistics.median(w for w, _, _ in results[n]), max(m for _, m, _ in results[n])) for n in ("dlqf", "duckdb")]
+            print(f"| {label} | {d:.2f} s | {dm:.0f} MiB | {k:.2f} s | {km:.0f} MiB | {d / k:.2f}x | {same} |")
     if not args.skip_replay:
         with tempfile.TemporaryDirectory(dir=args.data) as work:
             print("\n| replay | wall | peak RSS | rate / comparison | check |")
