@@ -26,8 +26,11 @@ static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
 
 /// Objects up to this size are fetched whole, ahead of their turn.
 const AHEAD_MAX_BYTES: u64 = 4 << 20;
-/// Fetches in flight at once when reading ahead.
-const AHEAD_CONCURRENCY: usize = 16;
+/// Bytes fetched ahead and not yet taken, about: the fetches in flight are as many as objects
+/// of the mean size fill this, from 16 to 64. A small object's time is mostly the server's
+/// latency (a first byte after 3-40 ms), not its bytes, so many in flight hide it.
+const AHEAD_BYTES: u64 = 64 << 20;
+const AHEAD_CONCURRENCY: std::ops::RangeInclusive<usize> = 16..=64;
 
 /// The S3 clients of one run, one per bucket.
 #[derive(Default)]
@@ -158,10 +161,12 @@ pub(super) struct Ahead {
 impl Ahead {
     /// Starts fetching the small S3 objects among `objects` (in their order, several at once).
     pub(super) fn start(clients: &Clients, objects: &[(Location, Option<u64>)]) -> Ahead {
+        let mut bytes = 0;
         let small: Vec<(Arc<dyn ObjectStore>, String, String)> = objects
             .iter()
-            .filter_map(|(location, size)| match location {
-                Location::S3 { bucket, key } if size.is_some_and(|s| s <= AHEAD_MAX_BYTES) => {
+            .filter_map(|(location, size)| match (location, size) {
+                (Location::S3 { bucket, key }, Some(size)) if *size <= AHEAD_MAX_BYTES => {
+                    bytes += size;
                     clients.store(bucket).ok().map(|store| (store, bucket.clone(), key.clone()))
                 }
                 _ => None,
@@ -171,10 +176,12 @@ impl Ahead {
             return Ahead { expected: HashSet::new(), arriving: None };
         }
         let expected = small.iter().map(|(_, bucket, key)| Location::S3 { bucket: bucket.clone(), key: key.clone() }).collect();
-        let (sender, receiver) = sync_channel(AHEAD_CONCURRENCY);
+        let mean = (bytes / small.len() as u64).max(1);
+        let in_flight = ((AHEAD_BYTES / mean) as usize).clamp(*AHEAD_CONCURRENCY.start(), *AHEAD_CONCURRENCY.end());
+        let (sender, receiver) = sync_channel(in_flight);
         let fetches: Vec<_> = small.into_iter().map(|(store, bucket, key)| fetch(store, bucket, key)).collect();
         RUNTIME.spawn(async move {
-            let mut fetched = stream::iter(fetches).buffered(AHEAD_CONCURRENCY);
+            let mut fetched = stream::iter(fetches).buffered(in_flight);
             while let Some(object) = fetched.next().await {
                 // The receiver blocks the consumer, not this task: hand over off the runtime.
                 let sender = sender.clone();
