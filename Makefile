@@ -105,7 +105,7 @@ fuzz: release
 	python3 scripts/fuzz.py --dlqf $(RELEASE_BIN) --seconds $(FUZZ_SECONDS) --out fuzz-findings
 
 bench: release test-deps $(S3RVER) $(GNU_TIME)
-	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN) --s3rver $(S3RVER)
+	$(PYTHON) scripts/bench.py --dlqf $(RELEASE_BIN) --s3rver $(S3RVER) --s3s-fs $(S3S_FS)
 
 $(GNU_TIME):
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -334,26 +335,76 @@ def bench_scale(args):
         s3.upload_file(parquet, "bench", "dlq/vision.parquet")
         wall, rss, _ = measure([args.dlqf, "--threads", str(args.threads), "rank", "s3://bench/dlq/", "--format", "json", "--no-progress"])
         rows.append(f"| rank the 10M-row Parquet from S3 (s3rver on loopback) | {wall:.2f} s | {rss:.0f} MiB | {wall / one:.2f}x local |")
-        # What a Kafka Connect S3 sink that flushes often writes: 2,000 small objects, against
-        # the same rows in one object.
-        small = os.path.join(args.data, "vision-200k.jsonl")
-        if not os.path.exists(small):
-            subprocess.run([args.dlqf, "gen", "--rows", "200000", "--seed", "6", "-o", small], check=True)
-        s3.upload_file(small, "bench", "one/vision.jsonl")
-        with open(small, "rb") as f:
-            lines = f.readlines()
-        per = -(-len(lines) // 2000)
-        for i in range(2000):
-            s3.put_object(Bucket="bench", Key=f"many/part-{i:05d}.jsonl", Body=b"".join(lines[i * per:(i + 1) * per]))
-        one_obj = measure([args.dlqf, "--threads", str(args.threads), "rank", "s3://bench/one/", "--format", "json", "--no-progress"])
-        many_obj = measure([args.dlqf, "--threads", str(args.threads), "rank", "s3://bench/many/", "--format", "json", "--no-progress"])
-        check = "same report" if one_obj[2] == many_obj[2] else "DIFFERENT reports"
-        rows.append(f"| rank 200,000 JSON-lines rows in 2,000 S3 objects (s3rver on loopback) | {many_obj[0]:.2f} s | {many_obj[1]:.0f} MiB | one object: {one_obj[0]:.2f} s; {check} |")
     finally:
         server.terminate()
         server.wait()
         shutil.rmtree(work)
     return rows
+
+
+BOTO3_FETCH = r"""
+import sys, time, boto3, concurrent.futures as cf
+from botocore.config import Config
+endpoint, bucket, prefix = sys.argv[1:4]
+s3 = boto3.client("s3", endpoint_url=endpoint, config=Config(max_pool_connections=32))
+start = time.perf_counter()
+keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix) for o in page.get("Contents", [])]
+with cf.ThreadPoolExecutor(32) as pool:
+    size = sum(pool.map(lambda key: len(s3.get_object(Bucket=bucket, Key=key)["Body"].read()), keys))
+print(len(keys), size, time.perf_counter() - start)
+"""
+
+
+def bench_many_objects(args):
+    """What a Kafka Connect S3 sink that flushes often writes: 2,000 small JSON-lines objects
+    on a loopback s3s-fs, ranked, beside a plain concurrent client (boto3, 32 threads) that only
+    lists and fetches them, both in one run; and the same rows as one object (same report)."""
+    work = tempfile.mkdtemp(dir=args.data)
+    store = os.path.join(work, "store")
+    small = os.path.join(args.data, "vision-200k.jsonl")
+    if not os.path.exists(small):
+        subprocess.run([args.dlqf, "gen", "--rows", "200000", "--seed", "6", "-o", small], check=True)
+    with open(small, "rb") as f:
+        lines = f.readlines()
+    os.makedirs(os.path.join(store, "bench", "many"))
+    os.makedirs(os.path.join(store, "bench", "one"))
+    shutil.copy(small, os.path.join(store, "bench", "one", "vision.jsonl"))
+    per = -(-len(lines) // 2000)
+    for i in range(2000):
+        with open(os.path.join(store, "bench", "many", f"part-{i:05d}.jsonl"), "wb") as f:
+            f.write(b"".join(lines[i * per:(i + 1) * per]))
+    port = free_port()
+    key, secret = "dlqf-bench", "dlqf-bench-secret"
+    server = subprocess.Popen([args.s3s_fs, "--host", "127.0.0.1", "--port", str(port), "--access-key", key, "--secret-key", secret, store],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_REGION="us-east-1", AWS_ENDPOINT_URL=endpoint, AWS_ALLOW_HTTP="true")
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        rank = lambda prefix: [args.dlqf, "--threads", str(args.threads), "rank", f"s3://bench/{prefix}/", "--format", "json", "--no-progress"]
+        ours, theirs, one = [], [], []
+        for _ in range(args.runs):
+            ours.append(measure(rank("many")))
+            out = subprocess.run([sys.executable, "-c", BOTO3_FETCH, endpoint, "bench", "many/"], check=True, capture_output=True, text=True).stdout.split()
+            theirs.append(float(out[2]))
+            one.append(measure(rank("one")))
+        d, rss = statistics.median(w for w, _, _ in ours), max(m for _, m, _ in ours)
+        b = statistics.median(theirs)
+        check = "same report as one object" if ours[0][2] == one[0][2] else "DIFFERENT report from one object"
+        return [f"| rank 200,000 JSON-lines rows in 2,000 S3 objects (s3s-fs on loopback) | {d:.2f} s | {rss:.0f} MiB | boto3, 32 threads, list and get only: {b:.2f} s ({d / b:.2f}x); one object: {statistics.median(w for w, _, _ in one):.2f} s; {check} |"]
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.terminate()
+        server.wait()
+        shutil.rmtree(work)
 
 
 def bench_nightly(args):
@@ -496,6 +547,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data", default=os.path.expanduser("~/.cache/dlqf-bench"))
     ap.add_argument("--s3rver", default=os.path.expanduser("~/.cache/dlqf-s3rver/node_modules/.bin/s3rver"))
+    ap.add_argument("--s3s-fs", default=os.path.expanduser("~/.cargo/bin/s3s-fs"))
     ap.add_argument("--skip-rank", action="store_true")
     ap.add_argument("--skip-replay", action="store_true")
     ap.add_argument("--skip-scale", action="store_true")
@@ -595,7 +647,7 @@ def main():
     if not args.skip_scale:
         print("\n| scale | wall | peak RSS | comparison |")
         print("|---|---:|---:|---|")
-        for row in bench_scale(args):
+        for row in bench_scale(args) + bench_many_objects(args):
             print(row)
     if not args.skip_nightly:
         print("\n| nightly, from states | wall | peak RSS | comparison |")
