@@ -4,19 +4,29 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// Bytes of shapes remembered per thread before the memory starts over, and the longest trace
+/// Shapes remembered per thread before the memory starts over, and the longest trace
 /// remembered at all (a longer one is parsed each time).
-const REMEMBERED_BYTES: usize = 8 << 20;
+const REMEMBERED: usize = 1 << 16;
 const LONGEST: usize = 64 << 10;
 
+/// Each thread's shapes, by a 128-bit digest of the shape under a seed drawn per process (no
+/// dump can aim two shapes at one digest), and the few signatures they have, each once: a
+/// lookup reads 16 bytes and a signature used row after row, where whole shapes (hundreds of
+/// bytes each, thousands of them) compared per row ran out of the cores' caches.
 struct Memory {
     key: Vec<u8>,
-    known: HashMap<Vec<u8>, String, foldhash::fast::FixedState>,
-    bytes: usize,
+    known: HashMap<u128, u32, foldhash::fast::FixedState>,
+    signatures: Vec<String>,
+    numbered: HashMap<String, u32, foldhash::fast::FixedState>,
 }
 
+static SEED: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish()
+});
+
 thread_local! {
-    static MEMORY: RefCell<Memory> = RefCell::new(Memory { key: Vec::new(), known: HashMap::default(), bytes: 0 });
+    static MEMORY: RefCell<Memory> = RefCell::new(Memory { key: Vec::new(), known: HashMap::default(), signatures: Vec::new(), numbered: HashMap::default() });
 }
 
 /// How a trace is written: its text, or a JSON string's body as written (escapes in place,
@@ -46,7 +56,7 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
     }
     MEMORY.with(|memory| {
         let mut memory = memory.borrow_mut();
-        let Memory { key, known, bytes } = &mut *memory;
+        let Memory { key, known, signatures, numbered } = &mut *memory;
         key.clear();
         key.extend_from_slice(&rules.to_le_bytes());
         key.push(tag);
@@ -57,20 +67,25 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
             }
             Written::Json(raw) => escaped_shape(raw, key),
         };
+        let digest = xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED);
         if shaped {
-            if let Some(signature) = known.get(key.as_slice()) {
-                return with(signature);
+            if let Some(&number) = known.get(&digest) {
+                return with(&signatures[number as usize]);
             }
         }
         let (signature, with_frames) = compute();
         let out = with(&signature);
         if shaped && with_frames {
-            if *bytes + key.len() + signature.len() > REMEMBERED_BYTES {
+            if known.len() >= REMEMBERED {
                 known.clear();
-                *bytes = 0;
+                signatures.clear();
+                numbered.clear();
             }
-            *bytes += key.len() + signature.len();
-            known.insert(key.clone(), signature);
+            let number = *numbered.entry(signature).or_insert_with_key(|signature| {
+                signatures.push(signature.clone());
+                signatures.len() as u32 - 1
+            });
+            known.insert(digest, number);
         }
         out
     })
