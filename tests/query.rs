@@ -192,6 +192,9 @@ fn query_reads_only_named_fields_typed_as_the_full_reader_types_them() {
     assert_eq!(nested, json!([{"k": 4}]));
     let grouped: Value = serde_json::from_str(&query("SELECT d.b, count(*) AS n FROM dlq AS d WHERE d.a IS NULL GROUP BY d.b ORDER BY n DESC, d.b").stdout).unwrap();
     assert_eq!(grouped, json!([{"b": null, "n": 2}, {"b": "yé\"q", "n": 1}]));
+    // On stdin, which is read once, as from the file.
+    let piped = dir.command().args(["query", "-", "-e", "SELECT m FROM dlq", "--format", "json"]).stdin(lines.join("\n") + "\n").expect_code(0);
+    assert_eq!(serde_json::from_str::<Value>(&piped.stdout).unwrap(), mixed);
     let all: Value = serde_json::from_str(&query("SELECT * FROM dlq").stdout).unwrap();
     assert_eq!(all.as_array().unwrap().len(), 5);
     assert_eq!(all[3]["m"], json!("1"));

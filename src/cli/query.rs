@@ -87,7 +87,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// types, or an error, which the full read then reports with every field named).
 fn picked_fields(storage: &Storage, inputs: &[source::Input], sql: &str, progress: &Progress) -> Result<Option<polars::prelude::DataFrame>> {
     let Some(names) = sql::named_columns(sql) else { return Ok(None) };
-    if !inputs.iter().any(|i| matches!(i.format, source::Format::Jsonl(_))) {
+    // stdin cannot be read a second time, should the named fields not do.
+    if !inputs.iter().any(|i| matches!(i.format, source::Format::Jsonl(_))) || inputs.iter().any(|i| i.location.is_std()) {
         return Ok(None);
     }
     let Ok(table) = RawTable::read_fields(storage, inputs, &names, progress)? else { return Ok(None) };
