@@ -192,6 +192,10 @@ fn query_reads_only_named_fields_typed_as_the_full_reader_types_them() {
     assert_eq!(nested, json!([{"k": 4}]));
     let grouped: Value = serde_json::from_str(&query("SELECT d.b, count(*) AS n FROM dlq AS d WHERE d.a IS NULL GROUP BY d.b ORDER BY n DESC, d.b").stdout).unwrap();
     assert_eq!(grouped, json!([{"b": null, "n": 2}, {"b": "yé\"q", "n": 1}]));
+    let counted: Value = serde_json::from_str(&query("SELECT count(*) AS n, 1 AS one FROM dlq").stdout).unwrap();
+    assert_eq!(counted, json!([{"n": 5, "one": 1}]));
+    let run = dir.command().args(["query", "t.jsonl", "-e", "SELECT count(*) FROM dlq WHERE nope = 1"]).expect_code(1);
+    assert!(run.stderr.contains("nope") && run.stderr.contains("\"m\""), "{}", run.stderr);
     // On stdin, which is read once, as from the file.
     let piped = dir.command().args(["query", "-", "-e", "SELECT m FROM dlq", "--format", "json"]).stdin(lines.join("\n") + "\n").expect_code(0);
     assert_eq!(serde_json::from_str::<Value>(&piped.stdout).unwrap(), mixed);

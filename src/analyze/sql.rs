@@ -114,3 +114,4 @@ pub fn named_columns(sql: &str) -> Option<Vec<String>> {
     names.dedup();
     Some(names)
 }
+

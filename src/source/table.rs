@@ -163,7 +163,8 @@ impl RawTable {
         progress.finish();
         let columns = match any_jsonl {
             true => match json::columns::columns(names, picked) {
-                Ok(columns) if columns.is_empty() => return Ok(Err("no line has a field the SQL names".into())),
+                // A query naming no field (`count(*)`) counts the lines, over JSON-lines alone.
+                Ok(columns) if columns.is_empty() && !parquet.is_empty() => return Ok(Err("no line has a field the SQL names".into())),
                 Ok(columns) => Some(DataFrame::new(height, columns.into_iter().map(Into::into).collect()).context("the JSON-lines fields")?),
                 Err(why) => return Ok(Err(why)),
             },
