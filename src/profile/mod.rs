@@ -6,6 +6,7 @@ mod builtin;
 pub mod classify;
 pub mod learned;
 mod root_cause;
+mod search;
 pub mod stack;
 pub mod template;
 

@@ -4,6 +4,8 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use crate::profile::search;
+
 /// Shapes remembered per thread before the memory starts over, and the longest trace
 /// remembered at all (a longer one is parsed each time).
 const REMEMBERED: usize = 1 << 16;
@@ -131,18 +133,9 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
 /// after each type, which is the message. A line is indented as the parser trims it: any
 /// whitespace first.
 fn shape(trace: &str, into: &mut Vec<u8>) {
-    let mut rest = trace;
-    loop {
-        let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
-            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-            None => (rest, None),
-        };
+    for line in search::lines(trace) {
         shape_line(line, line.starts_with(char::is_whitespace), into);
         into.push(b'\n');
-        match next {
-            Some(next) => rest = next,
-            None => return,
-        }
     }
 }
 
@@ -198,14 +191,7 @@ fn is_type_name(bytes: &[u8]) -> bool {
 
 /// Where the first `: ` of `bytes` starts.
 fn colon_space(bytes: &[u8]) -> Option<usize> {
-    let mut from = 0;
-    while let Some(at) = memchr::memchr(b':', &bytes[from..]).map(|i| from + i) {
-        if bytes.get(at + 1) == Some(&b' ') {
-            return Some(at);
-        }
-        from = at + 1;
-    }
-    None
+    search::find(bytes, b": ")
 }
 
 /// Where the first ` ---> ` of `bytes` starts (.NET's inner exception).

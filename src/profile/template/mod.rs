@@ -11,6 +11,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::profile::search;
+
 use context::mark_context;
 use parts::{is_device_name, part_rule};
 
@@ -78,7 +80,7 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
     if masked.contains(['\'', '"', '`']) {
         masked = quoted::replace_quoted(capped, quoted);
     }
-    if find_bytes(&masked, b"://").is_some() {
+    if search::find(masked.as_bytes(), b"://").is_some() {
         masked = replace(masked, &URL, |c: &regex::Captures| {
             note("url", &c[0]);
             PLACEHOLDER.to_string()
@@ -183,38 +185,12 @@ fn words(text: &str, most: usize) -> Vec<&str> {
 
 /// The first line of `message` that is not blank, trimmed (as `lines()` would find it).
 fn first_line(message: &str) -> &str {
-    let mut rest = message;
-    loop {
-        let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
-            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-            None => (rest, None),
-        };
-        let line = line.trim();
-        match next {
-            _ if !line.is_empty() => return line,
-            Some(next) => rest = next,
-            None => return "",
-        }
-    }
+    search::lines(message).map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
 }
 
 /// Where the first `...` of `text` starts.
 fn find_dots(text: &str) -> Option<usize> {
-    find_bytes(text, b"...")
-}
-
-/// Where `needle` (a few ASCII bytes) first starts in `text`: a search for its first byte,
-/// where a `str` pattern search costs more to set up than a message takes to read.
-fn find_bytes(text: &str, needle: &[u8]) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let mut from = 0;
-    while let Some(at) = memchr::memchr(needle[0], &bytes[from..]).map(|i| from + i) {
-        if bytes[at..].starts_with(needle) {
-            return Some(at);
-        }
-        from = at + 1;
-    }
-    None
+    search::find(text.as_bytes(), b"...")
 }
 
 /// Characters that separate the parts of a token (`chdir(/tmp/x)`, `key:value,`, `a|b`).

@@ -198,6 +198,4 @@ fn the_first_line_is_found_as_lines_finds_it() {
         let expected = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
         assert_eq!(super::first_line(text), expected, "{text:?}");
     }
-    assert_eq!(super::find_bytes("a:/b://c", b"://"), Some(4));
-    assert_eq!(super::find_bytes("a..b..", b"..."), None);
 }
