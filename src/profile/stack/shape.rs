@@ -69,15 +69,14 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
             }
             Written::Json(raw) => escaped_shape(raw, key),
         };
-        let digest = xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED);
-        if shaped {
-            if let Some(&number) = known.get(&digest) {
-                return with(&signatures[number as usize]);
-            }
+        // A shape that could be ambiguous is neither looked up nor remembered.
+        let digest = shaped.then(|| xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED));
+        if let Some(number) = digest.and_then(|digest| known.get(&digest)) {
+            return with(&signatures[*number as usize]);
         }
         let (signature, with_frames) = compute();
         let out = with(&signature);
-        if shaped && with_frames {
+        if let Some(digest) = digest.filter(|_| with_frames) {
             if known.len() >= REMEMBERED {
                 known.clear();
                 signatures.clear();
