@@ -3,8 +3,6 @@
 
 use polars::prelude::{DataType, IntoSeries, NamedFrom, PlSmallStr, Series, StringChunkedBuilder};
 
-use super::picker::FieldPicker;
-use super::{for_each_line, parse_line};
 use crate::source::row::layout::Cell;
 use crate::source::row::tally::PieceTally;
 use crate::source::row::tree::FieldTree;
@@ -18,20 +16,10 @@ pub(in crate::source) struct ChunkColumns {
 /// Picks `tree`'s fields (a flat tree of the names) from every line of a chunk; lines that are
 /// not JSON objects are counted and named in the tally, as everywhere.
 pub(in crate::source) fn pick(bytes: &[u8], tree: &FieldTree) -> ChunkColumns {
-    let mut picker = FieldPicker::new(tree);
     let mut fields: Vec<Values> = (0..tree.cells()).map(|_| Values::default()).collect();
-    let mut cells = vec![Cell::Missing; tree.cells()];
-    let mut tally = PieceTally::default();
-    tally.lines = for_each_line(bytes, |line_no, line| {
-        cells.iter_mut().for_each(|c| *c = Cell::Missing);
-        match parse_line(line, &mut picker, &mut cells) {
-            Ok(_) => {
-                tally.accepted += 1;
-                for (values, cell) in fields.iter_mut().zip(&cells) {
-                    values.push(cell);
-                }
-            }
-            Err(reason) => tally.reject(line_no, reason),
+    let tally = super::pick_objects(bytes, tree, |_, cells| {
+        for (values, cell) in fields.iter_mut().zip(cells) {
+            values.push(cell);
         }
     });
     ChunkColumns { fields, tally }

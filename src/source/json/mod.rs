@@ -208,13 +208,19 @@ fn read_full<'a>(bytes: &'a [u8], at: usize, picker: &mut FieldPicker, cells: &m
 /// Checks one chunk's lines as JSON objects for SQL, passing each valid line to `valid`; the
 /// rest are counted and named in the tally.
 pub(super) fn check_objects(bytes: &[u8], mut valid: impl FnMut(&[u8])) -> PieceTally {
-    let tree = FieldTree::default();
-    let mut picker = FieldPicker::new(&tree);
+    pick_objects(bytes, &FieldTree::default(), |line, _| valid(line))
+}
+
+/// Reads each line of a chunk as a JSON object, passing `each` the line and `tree`'s fields
+/// of it (`Missing` where absent); lines that are not are counted and named in the tally.
+fn pick_objects<'a>(bytes: &'a [u8], tree: &FieldTree, mut each: impl FnMut(&'a [u8], &[Cell<'a>])) -> PieceTally {
+    let mut picker = FieldPicker::new(tree);
+    let mut cells = vec![Cell::Missing; tree.cells()];
     let mut tally = PieceTally::default();
-    tally.lines = for_each_line(bytes, |line_no, line| match parse_line(line, &mut picker, &mut []) {
+    tally.lines = for_each_line(bytes, |line_no, line| match parse_line(line, &mut picker, &mut cells) {
         Ok(_) => {
             tally.accepted += 1;
-            valid(line);
+            each(line, &cells);
         }
         Err(reason) => tally.reject(line_no, reason),
     });
