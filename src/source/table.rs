@@ -12,12 +12,12 @@ use polars::prelude::{concat, DataFrame, IntoLazy, Schema, SchemaRef, UnionArgs}
 use rayon::prelude::*;
 
 use super::aligned;
-use super::input::{objects, Format, Input};
+use super::input::{objects, Compression, Format, Input};
 use super::json::{self, columns::Values};
 use super::row::tree::FieldTree;
 use super::row::tally::{self, PieceTally, Tally};
 use crate::messages::Progress;
-use crate::storage::{Location, Storage};
+use crate::storage::{Location, Opener, Storage};
 use crate::temp::TempFile;
 
 /// What SQL reads: files polars scans, and what was left out.
@@ -61,7 +61,6 @@ impl RawTable {
         let mut ndjson: Option<(TempFile, BufWriter<std::fs::File>)> = None;
         let mut parquet = Vec::new();
         let mut schemas: Vec<Schema> = Vec::new();
-        let batch = batch();
         for input in inputs {
             let Format::Jsonl(compression) = input.format else {
                 parquet.push(local_parquet(storage, input)?);
@@ -73,39 +72,25 @@ impl RawTable {
                 ndjson = Some((temp, BufWriter::with_capacity(1 << 20, file)));
             }
             let (temp, out) = ndjson.as_mut().expect("created above");
-            // An S3-sink chunk's files as one record a line, as every command reads them.
-            let chunks = if input.aligned.is_some() { aligned::json_chunks(storage, input)? } else { json::chunks(&opener, input, compression)? };
-            let mut all = chunks.iter();
-            let mut piece_tallies = Vec::new();
-            loop {
-                let pieces: Vec<json::ChunkBytes> = all.by_ref().take(batch).map(|piece| chunks.load(piece?.1)).collect::<Result<_>>()?;
-                if pieces.is_empty() {
-                    break;
-                }
-                let checked: Vec<(Vec<u8>, Option<Schema>, PieceTally)> = pieces
-                    .into_par_iter()
-                    .map(|bytes| {
-                        progress.advance(bytes.len() as u64);
-                        let mut valid = Vec::with_capacity(bytes.len());
-                        let piece_tally = json::check_objects(&bytes, |line| {
-                            valid.extend_from_slice(line);
-                            valid.push(b'\n');
-                        });
-                        chunks.give_back(bytes);
-                        let schema = (!valid.is_empty()).then(|| polars::io::ndjson::infer_schema(&mut std::io::Cursor::new(&valid), None));
-                        Ok((valid, schema.transpose()?, piece_tally))
-                    })
-                    .collect::<polars::error::PolarsResult<_>>()
-                    .with_context(|| format!("{}: cannot infer the fields' types", input.display))?;
-                for (valid, schema, piece_tally) in checked {
+            let check = |bytes: &[u8]| {
+                let mut valid = Vec::with_capacity(bytes.len());
+                let piece_tally = json::check_objects(bytes, |line| {
+                    valid.extend_from_slice(line);
+                    valid.push(b'\n');
+                });
+                let schema = (!valid.is_empty()).then(|| polars::io::ndjson::infer_schema(&mut std::io::Cursor::new(&valid), None));
+                (schema.transpose().map(|schema| (valid, schema)), piece_tally)
+            };
+            each_chunk(storage, &opener, input, compression, progress, &mut tally, check, |checked| {
+                let checked: Vec<_> = checked.into_iter().collect::<polars::error::PolarsResult<_>>().with_context(|| format!("{}: cannot infer the fields' types", input.display))?;
+                for (valid, schema) in checked {
                     out.write_all(&valid).with_context(|| format!("{}: cannot write", temp.path().display()))?;
                     if let Some(schema) = schema.filter(|s| !schemas.contains(s)) {
                         schemas.push(schema);
                     }
-                    piece_tallies.push(piece_tally);
                 }
-            }
-            tally::absorb(&mut tally, &input.display, piece_tallies);
+                Ok(())
+            })?;
         }
         progress.finish();
         let ndjson = match ndjson {
@@ -135,30 +120,17 @@ impl RawTable {
                 continue;
             };
             any_jsonl = true;
-            let chunks = if input.aligned.is_some() { aligned::json_chunks(storage, input)? } else { json::chunks(&opener, input, compression)? };
-            let mut all = chunks.iter();
-            let mut piece_tallies = Vec::new();
-            loop {
-                let pieces: Vec<json::ChunkBytes> = all.by_ref().take(batch()).map(|piece| chunks.load(piece?.1)).collect::<Result<_>>()?;
-                if pieces.is_empty() {
-                    break;
+            let pick = |bytes: &[u8]| {
+                let chunk = json::columns::pick(bytes, &tree);
+                ((chunk.fields, chunk.tally.accepted), chunk.tally)
+            };
+            each_chunk(storage, &opener, input, compression, progress, &mut tally, pick, |chunks| {
+                for (fields, accepted) in chunks {
+                    height += accepted as usize;
+                    picked.push(fields);
                 }
-                let columns: Vec<json::columns::ChunkColumns> = pieces
-                    .into_par_iter()
-                    .map(|bytes| {
-                        progress.advance(bytes.len() as u64);
-                        let columns = json::columns::pick(&bytes, &tree);
-                        chunks.give_back(bytes);
-                        columns
-                    })
-                    .collect();
-                for chunk in columns {
-                    height += chunk.tally.accepted as usize;
-                    picked.push(chunk.fields);
-                    piece_tallies.push(chunk.tally);
-                }
-            }
-            tally::absorb(&mut tally, &input.display, piece_tallies);
+                Ok(())
+            })?;
         }
         progress.finish();
         let columns = match any_jsonl {
@@ -174,9 +146,45 @@ impl RawTable {
     }
 }
 
-/// Chunks decoded at once: two per thread keep every thread busy while the next are cut.
-fn batch() -> usize {
-    rayon::current_num_threads().max(1) * 2
+/// A JSON-lines input's chunks (an S3-sink chunk's files as one record a line, as every
+/// command reads them) decoded by `decode` in parallel batches, two chunks per thread to keep
+/// every thread busy while the next are cut; `take` gets each batch's results in chunk order,
+/// and the input's tallies go into `tally`.
+#[allow(clippy::too_many_arguments)]
+fn each_chunk<T: Send>(
+    storage: &Storage,
+    opener: &Opener,
+    input: &Input,
+    compression: Compression,
+    progress: &Progress,
+    tally: &mut Tally,
+    decode: impl Fn(&[u8]) -> (T, PieceTally) + Sync,
+    mut take: impl FnMut(Vec<T>) -> Result<()>,
+) -> Result<()> {
+    let chunks = if input.aligned.is_some() { aligned::json_chunks(storage, input)? } else { json::chunks(opener, input, compression)? };
+    let batch = rayon::current_num_threads().max(1) * 2;
+    let mut all = chunks.iter();
+    let mut piece_tallies = Vec::new();
+    loop {
+        let pieces: Vec<json::ChunkBytes> = all.by_ref().take(batch).map(|piece| chunks.load(piece?.1)).collect::<Result<_>>()?;
+        if pieces.is_empty() {
+            break;
+        }
+        let decoded: Vec<(T, PieceTally)> = pieces
+            .into_par_iter()
+            .map(|bytes| {
+                progress.advance(bytes.len() as u64);
+                let decoded = decode(&bytes);
+                chunks.give_back(bytes);
+                decoded
+            })
+            .collect();
+        let (results, tallies): (Vec<T>, Vec<PieceTally>) = decoded.into_iter().unzip();
+        piece_tallies.extend(tallies);
+        take(results)?;
+    }
+    tally::absorb(tally, &input.display, piece_tallies);
+    Ok(())
 }
 
 /// One schema holding all of `schemas`: fields in order of first appearance, each of the
