@@ -13,10 +13,16 @@ use crate::stage::{refused_url, Stage};
 use crate::util::{vision_line, Dir, Run};
 
 /// `n` replayable entries (cleared, attempts 0, max_attempts 3) in manifest.jsonl; their keys.
-fn manifest(dir: &Dir, n: usize) -> Vec<String> {
+pub fn manifest(dir: &Dir, n: usize) -> Vec<String> {
+    manifest_with_max_attempts(dir, n, 3)
+}
+
+/// `manifest`, each entry quarantined once its key has failed `max_attempts` times (1: a
+/// single charge shows in the quarantine on the next run).
+pub fn manifest_with_max_attempts(dir: &Dir, n: usize, max_attempts: u32) -> Vec<String> {
     let text: String = (0..n).map(|i| vision_line(&format!("c-{i:05}"), "inference", "timeout", "v1", "2026-10-01T00:00:00Z", 0) + "\n").collect();
     dir.create("dlq.jsonl", text);
-    dir.create("policy.toml", "clear_all = true\nmax_attempts = 3\n");
+    dir.create("policy.toml", format!("clear_all = true\nmax_attempts = {max_attempts}\n"));
     dir.command().args(["plan", "dlq.jsonl", "--policy", "policy.toml", "-o", "manifest.jsonl"]).ok();
     dir.read("manifest.jsonl").lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()["key"].as_str().unwrap().to_string()).collect()
 }
@@ -27,7 +33,7 @@ fn args<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
-fn execute(dir: &Dir, url: &str, extra: &[&str]) -> (Run, Value) {
+pub fn execute(dir: &Dir, url: &str, extra: &[&str]) -> (Run, Value) {
     let run = dir.command().args(args(url, extra)).run();
     let report = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
     (run, report)
@@ -37,7 +43,7 @@ fn spawn(dir: &Dir, url: &str, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(args(url, extra)).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
-fn quarantined(dir: &Dir) -> usize {
+pub fn quarantined(dir: &Dir) -> usize {
     std::fs::read_to_string(dir.join("quarantine.jsonl")).map(|t| t.lines().count()).unwrap_or(0)
 }
 
@@ -80,78 +86,6 @@ fn an_outage_over_three_runs_poisons_nothing_and_everything_is_delivered_once_it
     assert_eq!(quarantined(&dir), 0, "an outage poisons nothing");
     let delivered = stage.delivered();
     assert!(keys.iter().all(|k| delivered.get(k) == Some(&1)), "each delivered once");
-}
-
-/// 25 of 400 entries the target answers 500 every time, the rest 200: the first run charges
-/// the 25 beside the 375 it delivers; in the runs after, only the 25 are left and no delivery
-/// succeeds, but the target answers its health probe, so they are charged again, and after
-/// max_attempts (3) failures the next run quarantines them: no run loops them forever, and the
-/// exit status says what happened each time.
-#[test]
-fn the_last_poison_messages_are_charged_and_quarantined_while_the_target_is_up() {
-    let dir = Dir::new();
-    let keys = manifest(&dir, 400);
-    let stage = Stage::start();
-    let poison: Vec<String> = keys.iter().step_by(16).take(25).cloned().collect();
-    {
-        let mut b = stage.behaviour.lock().unwrap();
-        for k in &poison {
-            b.status.insert(k.clone(), 500);
-        }
-    }
-    let (run, report) = execute(&dir, &stage.url, &["--retries", "2"]);
-    assert_eq!(run.code, 3, "replay failures, every entry finished: {}", run.stderr);
-    assert_eq!((report["outcomes"]["replayed"].as_u64(), report["outcomes"]["replay_failed"].as_u64()), (Some(375), Some(25)), "{report}");
-    for run_no in 2..=3 {
-        let (run, report) = execute(&dir, &stage.url, &["--retries", "2"]);
-        assert_eq!(run.code, 3, "run {run_no}: {}", run.stderr);
-        assert_eq!((report["outcomes"]["replay_failed"].as_u64(), report["unfinished"].as_u64()), (Some(25), Some(0)), "run {run_no}: {report}");
-        assert!(run.stderr.contains("health probe"), "{}", run.stderr);
-    }
-    let (run, report) = execute(&dir, &stage.url, &["--retries", "2"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(report["outcomes"]["poison_attempts"], 25, "{report}");
-    assert_eq!(quarantined(&dir), 25);
-    assert!(stage.seen.lock().unwrap().probes >= 2, "the target was asked");
-    // Three runs, two tries each: no key sent more.
-    assert!(poison.iter().all(|k| stage.count(k) == 6), "{:?}", poison.iter().map(|k| stage.count(k)).collect::<Vec<_>>());
-}
-
-/// The same 25 left at the end while the target is down (its health answers 503): no run
-/// charges them, however many; once it is back they are delivered.
-#[test]
-fn the_last_messages_during_an_outage_are_never_charged() {
-    let dir = Dir::new();
-    let keys = manifest(&dir, 60);
-    let stage = Stage::start();
-    let last: Vec<String> = keys[35..].to_vec();
-    {
-        let mut b = stage.behaviour.lock().unwrap();
-        for k in &last {
-            b.status.insert(k.clone(), 503);
-        }
-    }
-    let (run, report) = execute(&dir, &stage.url, &["--retries", "1"]);
-    assert_eq!((run.code, report["outcomes"]["replayed"].as_u64()), (3, Some(35)), "{report}");
-    // Now the whole target is down: 503 to everything, its health included.
-    stage.behaviour.lock().unwrap().default_status = Some(503);
-    for run_no in 2..=5 {
-        let (run, report) = execute(&dir, &stage.url, &["--retries", "1"]);
-        assert_eq!(run.code, 4, "run {run_no}: {}", run.stderr);
-        assert_eq!((report["outcomes"]["replay_failed"].as_u64(), report["unfinished"].as_u64()), (Some(0), Some(25)), "run {run_no}: {report}");
-        // Every entry left is listed with its last error.
-        let listed: Vec<&str> = report["unfinished_keys"].as_array().unwrap().iter().map(|u| u["key"].as_str().unwrap()).collect();
-        assert_eq!(listed.len(), 25, "{report}");
-        assert!(report["unfinished_keys"][0]["error"].as_str().unwrap().contains("503"), "{report}");
-    }
-    {
-        let mut b = stage.behaviour.lock().unwrap();
-        b.default_status = None;
-        b.status.clear();
-    }
-    let (run, report) = execute(&dir, &stage.url, &[]);
-    assert_eq!((run.code, report["outcomes"]["replayed"].as_u64()), (0, Some(25)), "{report}");
-    assert_eq!(quarantined(&dir), 0, "an outage poisons nothing");
 }
 
 #[test]

@@ -233,7 +233,8 @@ fn failing_keys_are_counted_retried_next_run_and_quarantined_after_max_attempts(
     let (broken, rejected, conflict) = (replay[0].clone(), replay[1].clone(), replay[2].clone());
     {
         let mut b = stage.behaviour.lock().unwrap();
-        b.status.insert(broken.clone(), 503);
+        // The application's own error, for one key while the others land.
+        b.status.insert(broken.clone(), 500);
         b.status.insert(rejected.clone(), 422);
         b.status.insert(conflict.clone(), 409);
     }
@@ -246,7 +247,7 @@ fn failing_keys_are_counted_retried_next_run_and_quarantined_after_max_attempts(
     assert_eq!(o["replayed"], replay.len() as u64 - 3);
     assert_eq!(stage.count(&broken), 2, "5xx retried within the run");
     assert_eq!(stage.count(&rejected), 1, "4xx is permanent");
-    assert!(run.stderr.contains(&broken) && run.stderr.contains("503"), "{}", run.stderr);
+    assert!(run.stderr.contains(&broken) && run.stderr.contains("500"), "{}", run.stderr);
 
     // Runs 2 and 3 retry the two failing keys only; after 3 failures they are quarantined.
     for _ in 0..2 {

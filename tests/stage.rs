@@ -21,6 +21,11 @@ pub struct Behaviour {
     pub drop_rate: f64,
     /// After this many 2xx answers, every request gets 503 (an outage).
     pub fail_after: Option<usize>,
+    /// What a GET of the replay URL answers (default: 503 in an outage, else 200): a gateway
+    /// in front of a dead backend answers a POST-only route's GET with 404 all the same.
+    pub get_status: Option<u16>,
+    /// What a GET of `/health` answers (default: as a GET of the replay URL).
+    pub health_status: Option<u16>,
     draws: u64,
     successes: usize,
 }
@@ -43,6 +48,8 @@ pub struct Seen {
     pub origin: HashMap<String, Vec<(String, String)>>,
     /// Health probes (GETs) answered.
     pub probes: usize,
+    /// Where among `answers` the first request that met the outage (`fail_after`) is.
+    pub outage_from: Option<usize>,
 }
 
 pub struct Stage {
@@ -52,6 +59,18 @@ pub struct Stage {
 }
 
 impl Stage {
+    /// The stage's health check URL (see `Behaviour::health_status`).
+    pub fn health_url(&self) -> String {
+        self.url.replace("/replay", "/health")
+    }
+
+    /// Requests that failed from the start of an outage (`fail_after`) on.
+    pub fn failed_in_outage(&self) -> usize {
+        let seen = self.seen.lock().unwrap();
+        let from = seen.outage_from.unwrap_or(seen.answers.len());
+        seen.answers[from..].iter().filter(|(_, s)| !(200..300).contains(s)).count()
+    }
+
     pub fn start() -> Stage {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/replay", listener.local_addr().unwrap());
@@ -137,7 +156,9 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
         if line.starts_with("GET ") {
             let status = {
                 let b = behaviour.lock().unwrap();
-                if b.fail_after.is_some_and(|n| b.successes >= n) { 503 } else { b.default_status.filter(|s| *s >= 500).unwrap_or(200) }
+                let down = if b.fail_after.is_some_and(|n| b.successes >= n) { 503 } else { b.default_status.filter(|s| *s >= 500).unwrap_or(200) };
+                let route = b.get_status.unwrap_or(down);
+                if line.contains("/health ") { b.health_status.unwrap_or(route) } else { route }
             };
             seen.lock().unwrap().probes += 1;
             if writer.write_all(format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n").as_bytes()).is_err() {
@@ -145,18 +166,19 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
             }
             continue;
         }
-        let (status, delay) = {
+        let (status, delay, in_outage) = {
             let mut b = behaviour.lock().unwrap();
             let mut status = b.status.get(&key).copied().or(b.default_status).unwrap_or(200);
             let (fail, drop) = (b.draw(), b.draw());
-            if b.fail_after.is_some_and(|n| b.successes >= n) || fail < b.fail_rate {
+            let in_outage = b.fail_after.is_some_and(|n| b.successes >= n);
+            if in_outage || fail < b.fail_rate {
                 status = 503;
             } else if drop < b.drop_rate {
                 status = 0;
             } else if (200..300).contains(&status) {
                 b.successes += 1;
             }
-            (status, b.delay)
+            (status, b.delay, in_outage)
         };
         let body = String::from_utf8_lossy(&body).into_owned();
         assert_eq!(content_type, "application/json", "every replay is JSON");
@@ -165,6 +187,9 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
             let mut seen = seen.lock().unwrap();
             seen.requests.push((key.clone(), body));
             seen.origin.insert(key.clone(), origin);
+            if in_outage && seen.outage_from.is_none() {
+                seen.outage_from = Some(seen.answers.len());
+            }
             seen.answers.push((key, status));
         }
         if status == 0 {

@@ -4,6 +4,7 @@ mod stage;
 mod util;
 
 mod bad_input;
+mod charging;
 mod classification;
 mod cli;
 mod crosscheck;

@@ -23,20 +23,21 @@ use super::{UsageError, EXIT_ALERT, EXIT_UNFINISHED};
 /// one. Keys done in the ledger are skipped; poison entries go to the quarantine once and
 /// never to the target.
 ///
-/// Failures: a message failure (a 4xx other than 409, a non-zero exit other than 75, a record
-/// the broker refuses, an SQS entry refused as the sender's fault) counts against its key;
-/// after the entry's max_attempts failures the next run quarantines it. A target failure
-/// (refused connection, DNS or TLS error, a command that cannot start) never counts against
-/// a key, and the run takes no new entries. A 5xx, timeout or exit 75 counts against its key
-/// only when the target was up: other deliveries of the run succeeded or, when none did, the
-/// target answers its health probe: http(s) a GET of --health-url (else the target's URL)
-/// answered with anything but 500, 502, 503 or 504; sqs GetQueueAttributes; kafka and exec
-/// have none (their transient failures count only beside successes). The storm guard stops
-/// the run when more than --max-failure-ratio of the last --failure-window deliveries
-/// failed, unless the health probe answers (the failures are then the messages', and the run
-/// goes on); SIGTERM/SIGINT stop it gracefully (in-flight deliveries finish, or are released
-/// after --timeout; a second signal exits at once). What a run leaves is "unfinished" in the
-/// report, each key listed with its last error, for the next run.
+/// Failures: a message failure (a 4xx other than 408, 409 and 429, a non-zero exit other
+/// than 75, a record the broker refuses, an SQS entry refused as the sender's fault) counts
+/// against its key; after the entry's max_attempts failures the next run quarantines it. A
+/// target failure (refused connection, DNS or TLS error, a command that cannot start) never
+/// counts against a key, and the run takes no new entries. What an outage answers (a 502,
+/// 503, 504 or other 5xx, a 408 or 429, a timeout, exit 75, a broker's passing error) counts
+/// against its key only when other keys were delivered just after it, or when --health-url
+/// answers 2xx at the end of the run; an HTTP 500 (the application's own error) also when the
+/// target answers a GET of its URL with anything but 500, 502, 503 or 504 (a 404 or 405 of a
+/// POST-only endpoint says the application is serving). Successes earlier in the run prove
+/// nothing. The storm guard stops the run when more than --max-failure-ratio of the last
+/// --failure-window deliveries failed (keys that failed in earlier runs left out), and no key
+/// is charged for that storm; SIGTERM/SIGINT stop it gracefully (in-flight deliveries finish,
+/// or are released after --timeout; a second signal exits at once). What a run leaves is
+/// "unfinished" in the report, each key listed with its last error, for the next run.
 ///
 /// Targets: every one but file gets the payload: the bytes the producer sent, as plan resolved
 /// them into each entry (text as its bytes, base64 decoded, a JSON object as compact JSON, a
@@ -96,8 +97,9 @@ pub struct Args {
     #[arg(long, value_name = "HEX")]
     expect_digest: Option<String>,
 
-    /// For an http(s) target: the URL whose GET says the target is up (default: the target's
-    /// own URL; any answer but 500, 502, 503, 504 means up).
+    /// For an http(s) target: a health check whose 2xx proves the target up, so that a 503 or
+    /// timeout it gave a message no other delivery outweighs is that message's (default: a GET
+    /// of the target's own URL, which can prove only a 500 the message's).
     #[arg(long, value_name = "URL")]
     health_url: Option<String>,
 

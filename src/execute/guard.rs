@@ -28,11 +28,6 @@ impl StormGuard {
         StormGuard { recent: Mutex::new(VecDeque::with_capacity(window)), window, at_least: at_least.clamp(1, window), max_failure_ratio }
     }
 
-    /// Forgets the deliveries seen: their failures were the messages', not an outage's.
-    pub fn reset(&self) {
-        self.recent.lock().expect("guard lock").clear();
-    }
-
     /// Records one delivery's outcome; says whether the run must stop.
     pub fn record(&self, failed: bool) -> Option<Tripped> {
         let mut recent = self.recent.lock().expect("guard lock");

@@ -3,27 +3,31 @@
 //! beyond the entries in flight; poison entries go to the quarantine once.
 //!
 //! The failure model, in one place:
-//! - a *message* failure (`Delivery::Rejected`: a 4xx other than 409, a non-zero exit, a
-//!   record the target refuses) counts against its key at once; a key that has failed its
-//!   entry's `max_attempts` times is quarantined on the next run instead of replayed again;
+//! - a *message* failure (`Delivery::Rejected`: a 4xx other than 408, 409 and 429, a non-zero
+//!   exit, a record the target refuses) counts against its key at once; a key that has failed
+//!   its entry's `max_attempts` times is quarantined on the next run instead of replayed again;
 //! - a *target* failure (`Delivery::Down`: a refused connection, a DNS or TLS error) never
 //!   counts against a key: the key is released for a later run, and the run takes no new
 //!   entries (the target is down: the rest would only fail the same way);
-//! - a timeout or dropped connection (`Delivery::Transient`) is the key's failure only if the
-//!   target served the others: the run ended without the storm guard or a signal stopping it,
-//!   and the target answered for other messages (done, or refused). Otherwise it was failing
-//!   for everyone, and no key pays;
-//! - a 5xx or exit 75 (`Delivery::ServerError`: the target answered this message with an error
-//!   of its own) is the key's too when no other delivery succeeded but the target answers its
-//!   health probe (`Target::probe`): a few poison messages left at the end of a manifest are
-//!   charged and quarantined in `max_attempts` runs, where an outage charges nothing.
+//! - what an outage answers (`Delivery::Unavailable`: a 502, 503 or 504, a timeout, a
+//!   dropped connection, exit 75) is the key's only on positive, specific evidence that the
+//!   target was up (`evidence`): other keys delivered just after it, or a health URL
+//!   (`--health-url`) answering 2xx when the run ends. Successes earlier in the run prove
+//!   nothing, nor does a GET answering 404: else an outage behind a gateway poisons everything;
+//! - the application's own error (`Delivery::AppFailed`: an HTTP 500) is the key's beside
+//!   deliveries of other keys too, and also when the target answers its probe at all (a GET
+//!   answering 404 or 405 shows the application serving): poison left alone at the end of a
+//!   manifest is charged and quarantined in `max_attempts` runs.
 //!
-//! The storm guard stops a run when most recent deliveries fail; SIGTERM/SIGINT stop it
-//! gracefully. What a run leaves is `unfinished` in the report, for the next run.
+//! The storm guard stops a run when most recent deliveries fail (failures of keys that failed
+//! before do not count: they say nothing new of the target), whatever the target's probe says;
+//! SIGTERM/SIGINT stop it gracefully. What a run leaves is `unfinished` in the report, for the
+//! next run.
 
 pub mod append;
 pub mod backoff;
 mod canary;
+mod evidence;
 mod gate;
 mod guard;
 pub mod ledger;

@@ -104,7 +104,7 @@ impl Sink for TargetSink {
             };
             match self.0.send(&message).await {
                 Delivery::Delivered | Delivery::AlreadyDone => Ok(()),
-                Delivery::Rejected(why) | Delivery::Transient(why) | Delivery::ServerError(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
+                Delivery::Rejected(why) | Delivery::Unavailable(why) | Delivery::AppFailed(why) | Delivery::Down(why) => bail!("quarantine: {why}"),
             }
         })
     }

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use super::gate::{self, Fate};
 use super::canary::Canary;
+use super::evidence::{Ended, Failure, Kind, Timeline};
+use super::gate::{self, Fate};
 use super::guard::StormGuard;
-use super::ledger::{Finish, Ledger};
+use super::ledger::{Claim, Finish, Ledger};
 use super::quarantine::Sink;
 use super::signals::StopSignals;
 use super::target::{Delivery, Probe, Target};
@@ -43,7 +44,7 @@ enum Outcome {
     /// key (a message dead-lettered twice): try again later.
     Deferred,
     /// Released for a later run: a target failure, a 5xx or timeout awaiting the run's
-    /// verdict, or a delivery cut short by a stop.
+    /// verdict (`evidence`), or a delivery cut short by a stop.
     Left,
     /// Held back by a canary run, for the next.
     Held,
@@ -64,21 +65,16 @@ struct Shared<'a> {
     stopped: Mutex<Option<Stopped>>,
     /// When a stop signal was seen: deliveries in flight get `grace` from then.
     signalled_at: Mutex<Option<Instant>>,
-    /// Deliveries the target answered for a message (done, already done, rejected): it was up.
-    answered: AtomicU64,
+    /// Every delivery as it ended, and the 5xx and timeouts whose cost it decides at the end.
+    timeline: Timeline,
     target_failures: AtomicU64,
     last_target_failure: Mutex<Option<String>>,
-    /// 5xx and timeouts, charged to their keys at the end only if the target was up: key, id,
-    /// why, and whether the target answered with an error of its own (a 5xx).
-    transient: Mutex<Vec<(String, String, String, bool)>>,
     outcomes: Mutex<Outcomes>,
     /// Keys this run is handling now. The ledger grants a key to the executor already holding
     /// it, so a second entry with the same key must wait here for the first to end.
     in_flight: Mutex<HashSet<String>>,
     /// Entries left for a later run, as they were left: key, id and the last error they met.
     left: Mutex<Vec<(String, String, String)>>,
-    /// The target answered its health probe when the storm guard tripped (said once).
-    probed_up: AtomicBool,
     /// A canary run's picks and counts.
     canary: Option<Canary>,
     /// The entries delivered (key, id, signature, match digest), for `dlqf returned`.
@@ -97,14 +93,12 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         stop: AtomicBool::new(false),
         stopped: Mutex::new(None),
         signalled_at: Mutex::new(None),
-        answered: AtomicU64::new(0),
+        timeline: Timeline::default(),
         target_failures: AtomicU64::new(0),
         last_target_failure: Mutex::new(None),
-        transient: Mutex::new(Vec::new()),
         outcomes: Mutex::new(Outcomes::default()),
         in_flight: Mutex::new(HashSet::new()),
         left: Mutex::default(),
-        probed_up: AtomicBool::new(false),
         replayed: Mutex::default(),
         canary: match options.canary {
             Some(limit) => Some(runtime.block_on(Canary::pick(manifest, parts.ledger, limit))?),
@@ -160,7 +154,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
             }
         }
         if error.lock().unwrap().is_none() {
-            if let Err(e) = shared.settle_transient().await {
+            if let Err(e) = shared.settle_failures().await {
                 *error.lock().unwrap() = Some(e);
             }
         }
@@ -172,7 +166,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
     let outcomes = shared.outcomes.into_inner().unwrap();
     let target_failures = shared.target_failures.load(Ordering::SeqCst);
     let mut stopped = shared.stopped.into_inner().unwrap();
-    if stopped.is_none() && target_failures > 0 && shared.answered.load(Ordering::SeqCst) == 0 {
+    if stopped.is_none() && target_failures > 0 && !shared.timeline.answered() {
         let last = shared.last_target_failure.into_inner().unwrap().unwrap_or_default();
         stopped = Some(Stopped::TargetFailing(last));
     }
@@ -210,14 +204,24 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
     Ok(Run { report, stopped })
 }
 
-/// What a delivery told the storm guard.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Failure {
-    None,
-    /// The target answered with an error (a 5xx, a refusal).
-    Answered,
-    /// No answer: a timeout, a dropped connection.
-    Unanswered,
+/// What the probe said of the failures no delivery around them judged, and what it proved.
+fn probe_message(probe: Option<&Probe>, alone: &[&Failure]) -> Option<String> {
+    let count = |kind| alone.iter().filter(|f| f.kind == kind).count();
+    let (app, unavailable) = (count(Kind::AppFailed), count(Kind::Unavailable));
+    Some(match probe? {
+        Probe::Healthy(said) => format!("{} failed deliveries had no delivery of another key just after them, but the health URL answers ({said}): they are the messages' own", alone.len()),
+        Probe::Down(why) => format!("the target does not answer its health probe ({why}): no key is charged for {} failed deliveries", alone.len()),
+        Probe::Serving(said) => {
+            let mut parts = Vec::new();
+            if app > 0 {
+                parts.push(format!("{app} deliveries the application answered with its own error (HTTP 500) had no delivery of another key just after them, but the target answers its health probe ({said}): those errors are the messages' own"));
+            }
+            if unavailable > 0 {
+                parts.push(format!("{unavailable} deliveries failed as in an outage (a gateway's 5xx, a timeout) with no delivery of another key just after them; an answer to a GET ({said}) does not prove the target up, so no key is charged for them (a --health-url answering 2xx would)"));
+            }
+            parts.join("; ")
+        }
+    })
 }
 
 /// Why a run stopped, in a few words, for the entries it never reached.
@@ -276,22 +280,34 @@ impl Shared<'_> {
                 Ok(Outcome::Held)
             }
             Fate::Hold(decision, detail) => self.quarantine(entry, decision, detail).await,
-            Fate::Replay => self.replay(entry).await,
+            Fate::Replay => {
+                let failures = match claim {
+                    Claim::Granted { failures } => failures,
+                    _ => 0,
+                };
+                self.replay(entry, failures).await
+            }
         }
     }
 
-    async fn replay(&self, entry: &Entry) -> Result<Outcome> {
+    /// Delivers a claimed entry whose key has failed `failures` times before.
+    async fn replay(&self, entry: &Entry, failures: i64) -> Result<Outcome> {
         let (ledger, key) = (self.parts.ledger, entry.key.as_str());
+        // A key that failed before and fails again tells nothing new of the target: only the
+        // failures of keys without one feed the storm guard, so poison left at the end of a
+        // manifest is judged in every run rather than taken for an outage.
+        let news = failures == 0;
         self.wait_for_rate().await;
         let message = match Message::of(entry, &self.origin) {
             Ok(message) => message,
             Err(why) => {
                 ledger.finish(key, Finish::Failed).await?;
-                self.record(Failure::Answered).await;
+                self.record(true, news);
                 messages::message(format!("replay of {key} ({}) failed: {why}", entry.id));
                 return Ok(Outcome::Failed);
             }
         };
+        let started = self.timeline.start();
         let Some(delivery) = self.while_claimed(key, self.parts.target.send(&message)).await? else {
             // Stopped, and the grace ran out: the target may or may not have it. Released, so
             // a later run sends it again under the same Idempotency-Key.
@@ -299,33 +315,34 @@ impl Shared<'_> {
             self.leave(entry, "in flight when the run was stopped: released, to be sent again with the same key");
             return Ok(Outcome::Left);
         };
-        let answered = matches!(delivery, Delivery::ServerError(_));
         match delivery {
             Delivery::Delivered | Delivery::AlreadyDone => {
                 ledger.finish(key, Finish::Done).await?;
                 if delivery == Delivery::Delivered {
                     self.replayed.lock().unwrap().push((key.to_string(), entry.id.clone(), entry.signature.clone(), message.match_digest()));
                 }
-                self.answered.fetch_add(1, Ordering::SeqCst);
-                self.record(Failure::None).await;
+                self.timeline.end(key, started, Ended::Delivered);
+                self.record(false, news);
                 Ok(if delivery == Delivery::Delivered { Outcome::Replayed } else { Outcome::Skipped })
             }
             Delivery::Rejected(why) => {
                 ledger.finish(key, Finish::Failed).await?;
-                self.answered.fetch_add(1, Ordering::SeqCst);
-                self.record(Failure::Answered).await;
+                self.timeline.end(key, started, Ended::Refused);
+                self.record(true, news);
                 messages::message(format!("replay of {key} ({}) failed: {why}", entry.id));
                 Ok(Outcome::Failed)
             }
-            Delivery::Transient(why) | Delivery::ServerError(why) => {
+            Delivery::AppFailed(ref why) | Delivery::Unavailable(ref why) => {
+                let kind = if matches!(delivery, Delivery::AppFailed(_)) { Kind::AppFailed } else { Kind::Unavailable };
                 ledger.finish(key, Finish::Released).await?;
-                self.record(if answered { Failure::Answered } else { Failure::Unanswered }).await;
-                self.leave(entry, &why);
-                self.transient.lock().unwrap().push((key.to_string(), entry.id.clone(), why, answered));
+                self.timeline.fail(key, &entry.id, why, kind, started);
+                self.record(true, news);
+                self.leave(entry, why);
                 Ok(Outcome::Left)
             }
             Delivery::Down(why) => {
                 ledger.finish(key, Finish::Released).await?;
+                self.timeline.end(key, started, Ended::Failed);
                 self.leave(entry, &why);
                 // The target is down: the rest would fail the same way. No new entries.
                 self.stopped.lock().unwrap().get_or_insert(Stopped::TargetDown(why.clone()));
@@ -341,30 +358,19 @@ impl Shared<'_> {
         self.left.lock().unwrap().push((entry.key.clone(), entry.id.clone(), why.to_string()));
     }
 
-    /// Feeds the storm guard. A trip stops the run, unless the failure that tripped it was the
-    /// target's own answer (a 5xx) and the target answers its health probe: then the failures
-    /// are the messages' (a batch of poison), and the run goes on.
-    async fn record(&self, failure: Failure) {
-        let Some(tripped) = self.guard.record(failure != Failure::None) else { return };
+    /// Feeds the storm guard a delivery's outcome (a failure only when it is `news`: of a key
+    /// that had not failed before). A trip stops the run, whatever the target says when asked:
+    /// most recent deliveries failing is an outage, or poison enough that a person should look.
+    fn record(&self, failed: bool, news: bool) {
+        if failed && !news {
+            return;
+        }
+        let Some(tripped) = self.guard.record(failed) else { return };
         if self.stop.load(Ordering::SeqCst) {
             return;
         }
-        let probe = if failure == Failure::Answered { self.parts.target.probe().await } else { None };
-        match probe {
-            Some(Probe::Up(answer)) => {
-                if !self.probed_up.swap(true, Ordering::SeqCst) {
-                    messages::message(format!(
-                        "{} of the last {} deliveries failed, but the target answers its health probe ({answer}): the failures are the messages', and the run goes on",
-                        tripped.failures, tripped.seen
-                    ));
-                }
-                self.guard.reset();
-            }
-            _ => {
-                self.stopped.lock().unwrap().get_or_insert(Stopped::StormGuard { failures: tripped.failures, seen: tripped.seen });
-                self.halt();
-            }
-        }
+        self.stopped.lock().unwrap().get_or_insert(Stopped::StormGuard { failures: tripped.failures, seen: tripped.seen });
+        self.halt();
     }
 
     /// No new entries, and no more retries for the deliveries in flight.
@@ -381,34 +387,34 @@ impl Shared<'_> {
         *self.last_target_failure.lock().unwrap() = Some(why);
     }
 
-    /// The verdict on 5xx and timeouts: the keys' own failures when the run ended normally
-    /// and the target was up: it answered for other messages (it served the others), or,
-    /// where none did, it answers its health probe now. Else the target's.
-    async fn settle_transient(&self) -> Result<()> {
-        let transient = std::mem::take(&mut *self.transient.lock().unwrap());
-        let served = !self.stop.load(Ordering::SeqCst) && self.answered.load(Ordering::SeqCst) > 0;
-        // No delivery succeeded: the target's own error answers are the messages' if it answers
-        // its health probe.
-        let mut probed_up = false;
-        if !served && transient.iter().any(|t| t.3) && !self.stop.load(Ordering::SeqCst) {
-            match self.parts.target.probe().await {
-                Some(Probe::Up(answer)) => {
-                    messages::message(format!("no delivery of this run succeeded, but the target answers its health probe ({answer}): the errors it answered are the messages' own"));
-                    probed_up = true;
-                }
-                Some(Probe::Down(why)) => messages::message(format!("the target does not answer its health probe ({why}): no key is charged")),
-                None => {}
-            }
+    /// The verdict on 5xx and timeouts (`evidence`): a failure other keys were delivered just
+    /// after is the message's. The rest, when the run ran to its end, by the target's probe: a
+    /// health URL answering 2xx proves it up for every failure, any other answer of a server
+    /// only for the application's own errors (HTTP 500). Whatever is not proved is the target's.
+    async fn settle_failures(&self) -> Result<()> {
+        let failures = self.timeline.take_failures();
+        let alone: Vec<&Failure> = failures.iter().filter(|f| !f.beside_deliveries()).collect();
+        let probe = match alone.is_empty() || self.stop.load(Ordering::SeqCst) {
+            true => None,
+            false => self.parts.target.probe().await,
+        };
+        let proves = |kind: Kind| match &probe {
+            Some(Probe::Healthy(_)) => true,
+            Some(Probe::Serving(_)) => kind == Kind::AppFailed,
+            _ => false,
+        };
+        if let Some(said) = probe_message(probe.as_ref(), &alone) {
+            messages::message(said);
         }
         let mut charged = HashSet::new();
-        for (key, id, why, answered) in transient {
-            if served || (probed_up && answered) {
-                self.parts.ledger.charge(&key).await?;
+        for failure in failures {
+            if failure.beside_deliveries() || proves(failure.kind) {
+                self.parts.ledger.charge(&failure.key).await?;
                 self.outcomes.lock().unwrap().replay_failed += 1;
-                messages::message(format!("replay of {key} ({id}) failed: {why}"));
-                charged.insert(key);
+                messages::message(format!("replay of {} ({}) failed: {}", failure.key, failure.id, failure.why));
+                charged.insert(failure.key);
             } else {
-                self.target_failure(why);
+                self.target_failure(failure.why);
             }
         }
         self.left.lock().unwrap().retain(|(key, _, _)| !charged.contains(key));

@@ -55,7 +55,7 @@ impl Target for ExecTarget {
                 Ok(Ok(out)) => {
                     let err = String::from_utf8_lossy(&out.stderr);
                     let why = format!("{name} exited with {}: {}", out.status, err.trim().chars().take(200).collect::<String>());
-                    if out.status.code() == Some(EX_TEMPFAIL) { Delivery::ServerError(why) } else { Delivery::Rejected(why) }
+                    if out.status.code() == Some(EX_TEMPFAIL) { Delivery::Unavailable(why) } else { Delivery::Rejected(why) }
                 }
                 Ok(Err(e)) => Delivery::Down(format!("cannot run {name}: {e}")),
                 Err(e) => Delivery::Down(format!("{name}: command task failed: {e}")),

@@ -1,5 +1,6 @@
 //! `http(s)://…`: a POST of the payload with `Idempotency-Key`; the answer says whose failure
-//! a failed delivery is (2xx done, 409 already done, other 4xx the message's, the rest transient).
+//! a failed delivery is (2xx done, 409 already done, 408 and 429 the target's busy, other 4xx
+//! the message's, 500 the application's, the other 5xx the target's unavailability).
 
 use anyhow::{Context, Result};
 use futures_util::future::BoxFuture;
@@ -11,19 +12,20 @@ pub struct HttpTarget {
     client: reqwest::Client,
     url: String,
     retry: Retry,
-    /// What the health probe GETs: `--health-url`, else the target's own URL.
-    health: String,
+    /// `--health-url`: what the probe GETs instead of the target's own URL, and whose 2xx
+    /// proves the target up.
+    health: Option<String>,
 }
 
 impl HttpTarget {
     pub fn new(url: &str, retry: Retry) -> Result<HttpTarget> {
         let client = reqwest::Client::builder().timeout(retry.timeout).build().context("building the HTTP client")?;
-        Ok(HttpTarget { client, url: url.to_string(), retry, health: url.to_string() })
+        Ok(HttpTarget { client, url: url.to_string(), retry, health: None })
     }
 
     /// The URL the health probe asks instead of the target's own.
     pub fn with_health(mut self, url: &str) -> HttpTarget {
-        self.health = url.to_string();
+        self.health = Some(url.to_string());
         self
     }
 
@@ -46,11 +48,16 @@ impl HttpTarget {
 }
 
 fn answer(url: &str, status: reqwest::StatusCode) -> Delivery {
+    let why = format!("HTTP {status} from {url}");
     match status.as_u16() {
         200..=299 => Delivery::Delivered,
         409 => Delivery::AlreadyDone,
-        400..=499 => Delivery::Rejected(format!("HTTP {status} from {url}")),
-        _ => Delivery::ServerError(format!("HTTP {status} from {url}")),
+        // Request Timeout and Too Many Requests say the server is busy, not what of the message.
+        408 | 429 => Delivery::Unavailable(why),
+        400..=499 => Delivery::Rejected(why),
+        // The application itself failed on this request, where a gateway answers 502, 503, 504.
+        500 => Delivery::AppFailed(why),
+        _ => Delivery::Unavailable(why),
     }
 }
 
@@ -69,22 +76,27 @@ impl Target for HttpTarget {
         Box::pin(async move { self.post(message.key, message.body(), message.content_type(), &extra).await })
     }
 
-    /// A GET of the health URL (the target's own unless `--health-url` names one): any answer
-    /// but 500, 502, 503 and 504 (a 404, 405 or 501 of a POST-only endpoint included) says a
-    /// server is there and serving; those four, or no answer, say it is not.
+    /// With `--health-url`: a GET of it, up (`Healthy`) only when it answers 2xx. Without: a
+    /// GET of the target's own URL, where any answer but 500, 502, 503 and 504 (a 404, 405 or
+    /// 501 of a POST-only endpoint included) says only that a server speaks HTTP there
+    /// (`Serving`); those four, or no answer, say it is down.
     fn probe(&self) -> BoxFuture<'_, Option<Probe>> {
         Box::pin(async move {
-            Some(match self.client.get(&self.health).header("User-Agent", "dlqf-probe").send().await {
-                Ok(response) => match response.status().as_u16() {
-                    code @ (500 | 502 | 503 | 504) => Probe::Down(format!("GET {}: HTTP {code}", self.health)),
-                    code => Probe::Up(format!("GET {}: HTTP {code}", self.health)),
-                },
-                Err(e) => Probe::Down(format!("GET {}: {e}", self.health)),
+            let url = self.health.as_deref().unwrap_or(&self.url);
+            let asked = format!("GET {url}");
+            let answer = match self.client.get(url).header("User-Agent", "dlqf-probe").send().await {
+                Ok(response) => response.status().as_u16(),
+                Err(e) => return Some(Probe::Down(format!("{asked}: {e}"))),
+            };
+            let said = format!("{asked}: HTTP {answer}");
+            Some(match (self.health.is_some(), answer) {
+                (true, 200..=299) => Probe::Healthy(said),
+                (true, _) | (false, 500 | 502 | 503 | 504) => Probe::Down(said),
+                (false, _) => Probe::Serving(said),
             })
         })
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -96,8 +108,11 @@ mod tests {
         assert_eq!(answer("u", status(204)), Delivery::Delivered);
         assert_eq!(answer("u", status(409)), Delivery::AlreadyDone);
         assert_eq!(answer("u", status(422)), Delivery::Rejected("HTTP 422 Unprocessable Entity from u".into()));
-        assert_eq!(answer("u", status(503)), Delivery::ServerError("HTTP 503 Service Unavailable from u".into()));
-        assert!(answer("u", status(503)).is_retryable() && !answer("u", status(404)).is_retryable());
+        assert_eq!(answer("u", status(500)), Delivery::AppFailed("HTTP 500 Internal Server Error from u".into()));
+        for gateway in [502, 503, 504, 501, 429, 408] {
+            assert!(matches!(answer("u", status(gateway)), Delivery::Unavailable(_)), "{gateway}");
+        }
+        assert!(answer("u", status(503)).is_retryable() && answer("u", status(429)).is_retryable() && !answer("u", status(404)).is_retryable());
         assert!(Delivery::Down("x".into()).is_retryable());
     }
 }

@@ -147,7 +147,7 @@ impl KafkaTarget {
             ClientError::Connection(_) | ClientError::RetryFailed(_) => Delivery::Down(why),
             // A topic that is not there is the brokers' setup, as a missing topic is above.
             ClientError::ServerError { protocol_error, .. } => protocol_failure(*protocol_error, why),
-            _ => Delivery::Transient(why),
+            _ => Delivery::Unavailable(why),
         }
     }
 }
@@ -209,7 +209,7 @@ mod tests {
         assert!(matches!(target.failure(server(ProtocolError::TopicAuthorizationFailed)), Delivery::Down(_)));
         assert!(matches!(target.failure(server(ProtocolError::InvalidRecord)), Delivery::Rejected(_)));
         assert!(matches!(target.failure(server(ProtocolError::MessageTooLarge)), Delivery::Rejected(_)));
-        assert!(matches!(target.failure(server(ProtocolError::NotLeaderOrFollower)), Delivery::Transient(_)));
+        assert!(matches!(target.failure(server(ProtocolError::NotLeaderOrFollower)), Delivery::Unavailable(_)));
     }
 
     #[test]

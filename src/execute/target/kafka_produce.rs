@@ -118,7 +118,7 @@ impl Producer {
         let delivery = done.wait_for(Option::is_some).await.map(|d| d.clone());
         match delivery {
             Ok(delivery) => delivery.expect("waited for"),
-            Err(_) => Delivery::Transient(format!("{}: the batch was dropped", self.name())),
+            Err(_) => Delivery::Unavailable(format!("{}: the batch was dropped", self.name())),
         }
     }
 
@@ -137,11 +137,11 @@ impl Producer {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => {
                 self.connections.lock().await.remove(&leader);
-                return Delivery::Transient(format!("{}: {leader}: {e}", self.name()));
+                return Delivery::Unavailable(format!("{}: {leader}: {e}", self.name()));
             }
             Err(_) => {
                 self.connections.lock().await.remove(&leader);
-                return Delivery::Transient(format!("{}: {leader} did not answer within {:?}", self.name(), self.timeout));
+                return Delivery::Unavailable(format!("{}: {leader} did not answer within {:?}", self.name(), self.timeout));
             }
         };
         let error = answer.responses.iter().filter(|r| r.name.0 == topic).flat_map(|r| &r.partition_responses).find(|p| p.index.0 == partition).map(|p| p.error);
@@ -153,7 +153,7 @@ impl Producer {
                 }
                 protocol_failure(e, format!("{}: {topic}/{partition}: {e}", self.name()))
             }
-            None => Delivery::Transient(format!("{}: the answer left out {topic}/{partition}", self.name())),
+            None => Delivery::Unavailable(format!("{}: the answer left out {topic}/{partition}", self.name())),
         }
     }
 
@@ -171,10 +171,10 @@ impl Producer {
         self.refresh(topic).await?;
         let id = self.leaders.lock().await.get(&slot).copied();
         let Some(id) = id else {
-            return Err(Delivery::Transient(format!("{}: {topic}/{partition} has no leader now", self.name())));
+            return Err(Delivery::Unavailable(format!("{}: {topic}/{partition} has no leader now", self.name())));
         };
         let address = self.brokers.lock().await.get(&id).cloned();
-        address.ok_or_else(|| Delivery::Transient(format!("{}: leader {id} of {topic}/{partition} is not among the brokers", self.name())))
+        address.ok_or_else(|| Delivery::Unavailable(format!("{}: leader {id} of {topic}/{partition} is not among the brokers", self.name())))
     }
 
     /// Asks a bootstrap broker for `topic`'s partitions and the brokers.
@@ -251,7 +251,7 @@ pub fn protocol_failure(e: ProtocolError, why: String) -> Delivery {
         ProtocolError::UnknownTopicOrPartition | ProtocolError::TopicAuthorizationFailed | ProtocolError::ClusterAuthorizationFailed | ProtocolError::SaslAuthenticationFailed => {
             Delivery::Down(why)
         }
-        _ => Delivery::Transient(why),
+        _ => Delivery::Unavailable(why),
     }
 }
 

@@ -27,22 +27,25 @@ pub use sqs::SqsTarget;
 use super::backoff::Backoff;
 use super::message::Message;
 
-/// The result of delivering one message, and whose failure a failed delivery is.
+/// The result of delivering one message, and whose failure a failed delivery is. The run
+/// decides what a failure costs (`execute::evidence`): only `Rejected` is charged at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Delivery {
     Delivered,
     /// The target already had it (HTTP 409).
     AlreadyDone,
-    /// The target refused this message (a 4xx other than 409, a non-zero exit): a message
-    /// failure, counted against the key.
+    /// The target refused this message (a 4xx other than 408, 409 and 429, a non-zero exit
+    /// other than 75, a record the broker refuses): a message failure, counted against the key.
     Rejected(String),
-    /// A timeout, a dropped connection, a broker's passing error: this key's failure when the
-    /// target serves the others, the target's when it fails for everyone.
-    Transient(String),
-    /// The target answered this message with an error of its own (a 5xx, exit 75
-    /// EX_TEMPFAIL, an SQS entry failed not by the sender's fault): as `Transient`, and also
-    /// the key's failure when no delivery succeeded but the target answers its health probe.
-    ServerError(String),
+    /// The application answered this message with a failure of its own (HTTP 500): the
+    /// message's when the target is shown up, by other keys delivered just after it or by its
+    /// probe (`Probe::Serving` or `Probe::Healthy`).
+    AppFailed(String),
+    /// The target could not take it now (a 502, 503 or 504 and the other 5xx, a 408 or 429, a
+    /// timeout, a dropped connection, a broker's passing error, exit 75, an SQS entry SQS
+    /// failed): what an outage looks like. The message's only when other keys were delivered
+    /// just after it or a health URL answers 2xx (`Probe::Healthy`).
+    Unavailable(String),
     /// The target was not reached (refused connection, DNS or TLS error, a command that cannot
     /// start, an unwritable file): the target's failure, never the key's.
     Down(String),
@@ -52,22 +55,27 @@ pub trait Target: Send + Sync {
     /// Delivers one message, retrying transient failures itself.
     fn send<'a>(&'a self, message: &'a Message<'a>) -> BoxFuture<'a, Delivery>;
 
-    /// Asks the target whether it is up, apart from any message: the evidence that a 5xx or
-    /// timeout no other delivery of the run outweighs is the message's failure, not an outage.
-    /// None: this target has no such question (its transient failures stay the target's
-    /// unless other deliveries of the run succeeded).
+    /// Asks the target whether it is up, apart from any message: the evidence that decides
+    /// whose failure is a failed delivery no other delivery around it outweighs. None: this
+    /// target has no such question (its failures stay the target's unless other keys were
+    /// delivered around them).
     fn probe(&self) -> BoxFuture<'_, Option<Probe>> {
         Box::pin(async { None })
     }
 }
 
-/// What a target said when asked whether it is up.
+/// What a target said when asked whether it is up, and what that proves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Probe {
-    Up(String),
+    /// A health check made for the purpose answered 2xx: the target is up, so a 503 or a
+    /// timeout it gave one message was that message's.
+    Healthy(String),
+    /// Something answered that is not an error of the server (a GET of a POST endpoint
+    /// answering 404, 405 or 501): a server speaks HTTP there. Evidence that a 500, the
+    /// application's own failure, was the message's; never that a 503 or a timeout was.
+    Serving(String),
     Down(String),
 }
-
 /// Retry and timeout settings shared by network targets and sinks.
 #[derive(Clone, Debug)]
 pub struct Retry {
@@ -150,9 +158,10 @@ pub fn parse_with_health(spec: &str, retry: Retry, health: Option<&str>) -> Resu
 }
 
 impl Delivery {
-    /// Worth another try within the run: a 5xx, a timeout, a connection that failed.
+    /// Worth another try within the run: a 5xx, a 408 or 429, a timeout, a connection that
+    /// failed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Delivery::Transient(_) | Delivery::ServerError(_) | Delivery::Down(_))
+        matches!(self, Delivery::Unavailable(_) | Delivery::AppFailed(_) | Delivery::Down(_))
     }
 }
 
@@ -161,12 +170,12 @@ impl Delivery {
 /// message's.
 pub(super) fn transport_error(url: &str, e: &reqwest::Error) -> Delivery {
     if e.is_timeout() {
-        Delivery::Transient(format!("{url}: timed out"))
+        Delivery::Unavailable(format!("{url}: timed out"))
     } else if e.is_connect() {
         let cause = std::error::Error::source(e).and_then(std::error::Error::source).map(|c| format!(" ({c})")).unwrap_or_default();
         Delivery::Down(format!("{url}: cannot connect{cause}"))
     } else {
-        Delivery::Transient(format!("{url}: {e}"))
+        Delivery::Unavailable(format!("{url}: {e}"))
     }
 }
 
@@ -191,8 +200,6 @@ where
     delivery
 }
 
-/// An HTTP answer: 2xx delivered, 409 already done, other 4xx this message's failure, the
-/// rest transient.
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicU32;
@@ -217,7 +224,7 @@ mod tests {
                 std::future::ready(d.clone())
             }
         };
-        assert_eq!(run(with_retries(&retry(3), always(Delivery::ServerError("503".into())))), Delivery::ServerError("503".into()));
+        assert_eq!(run(with_retries(&retry(3), always(Delivery::Unavailable("503".into())))), Delivery::Unavailable("503".into()));
         assert_eq!(tries.swap(0, Ordering::SeqCst), 3);
         assert_eq!(run(with_retries(&retry(3), always(Delivery::Rejected("422".into())))), Delivery::Rejected("422".into()));
         assert_eq!(tries.swap(0, Ordering::SeqCst), 1, "a message failure is final");
@@ -225,7 +232,7 @@ mod tests {
         halted.halt.raise();
         run(with_retries(&halted, always(Delivery::Down("refused".into()))));
         assert_eq!(tries.swap(0, Ordering::SeqCst), 1, "a halted run tries once");
-        let mut answers = vec![Delivery::Delivered, Delivery::ServerError("503".into())];
+        let mut answers = vec![Delivery::Delivered, Delivery::AppFailed("500".into())];
         assert_eq!(run(with_retries(&retry(3), || std::future::ready(answers.pop().unwrap()))), Delivery::Delivered);
     }
 
@@ -249,7 +256,7 @@ mod tests {
         let send = |spec: &str| run(async { parse(spec, retry(1)).unwrap().send(&message).await });
         assert_eq!(send("exec:true"), Delivery::Delivered);
         assert!(matches!(send("exec:false"), Delivery::Rejected(_)));
-        assert!(matches!(send(&format!("exec:{}", script.display())), Delivery::ServerError(_)));
+        assert!(matches!(send(&format!("exec:{}", script.display())), Delivery::Unavailable(_)));
         assert!(matches!(send("exec:/nonexistent/command"), Delivery::Down(_)));
         let file = dir.path().join("out.jsonl");
         assert_eq!(send(&format!("file:{}", file.display())), Delivery::Delivered);

@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, OnceCell};
 
-use super::{transport_error, with_retries, Delivery, Probe, Retry, Target};
+use super::{transport_error, with_retries, Delivery, Retry, Target};
 use crate::aws::Aws;
 use crate::execute::message::Message;
 
@@ -77,7 +77,7 @@ impl SqsTarget {
         }
         let response = request.body(body).send().await.map_err(|e| transport_error(&format!("{name} at {endpoint}"), &e))?;
         let status = response.status();
-        let text = response.text().await.map_err(|e| Delivery::Transient(format!("{name}: {e}")))?;
+        let text = response.text().await.map_err(|e| Delivery::Unavailable(format!("{name}: {e}")))?;
         let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if status.is_success() {
             return Ok(answer);
@@ -87,7 +87,7 @@ impl SqsTarget {
         let why = format!("{name}: {action}: {code}: {message}");
         // A refused request as a whole (credentials, a missing queue, throttling) is the
         // queue's failure, never one message's.
-        Err(if status.is_server_error() || code.contains("Throttl") { Delivery::Transient(why) } else { Delivery::Down(why) })
+        Err(if status.is_server_error() || code.contains("Throttl") { Delivery::Unavailable(why) } else { Delivery::Down(why) })
     }
 
     async fn ready(&self) -> Result<&(String, mpsc::Sender<Pending>), Delivery> {
@@ -112,7 +112,7 @@ impl SqsTarget {
         if sender.send(Pending { entry, reply }).await.is_err() {
             return Delivery::Down(format!("{}: the batcher stopped", self.name()));
         }
-        outcome.await.unwrap_or_else(|_| Delivery::Transient(format!("{}: no answer for the batch", self.name())))
+        outcome.await.unwrap_or_else(|_| Delivery::Unavailable(format!("{}: no answer for the batch", self.name())))
     }
 }
 
@@ -236,15 +236,15 @@ async fn send_batch(client: &reqwest::Client, name: &str, url: &str, batch: Vec<
                 if let Some(i) = index(failed) {
                     let why = format!("{name}: {}: {}", failed["Code"].as_str().unwrap_or("failed"), failed["Message"].as_str().unwrap_or_default());
                     // SenderFault: this message was refused; otherwise SQS failed to take it.
-                    outcomes[i] = Some(if failed["SenderFault"].as_bool() == Some(true) { Delivery::Rejected(why) } else { Delivery::ServerError(why) });
+                    outcomes[i] = Some(if failed["SenderFault"].as_bool() == Some(true) { Delivery::Rejected(why) } else { Delivery::Unavailable(why) });
                 }
             }
         }
         Err(whole) => outcomes.iter_mut().for_each(|o| *o = Some(whole.clone())),
     }
-    let congested = outcomes.iter().any(|o| matches!(o, Some(Delivery::Transient(_) | Delivery::ServerError(_))));
+    let congested = outcomes.iter().any(|o| matches!(o, Some(Delivery::Unavailable(_))));
     for (pending, outcome) in batch.into_iter().zip(outcomes) {
-        let _ = pending.reply.send(outcome.unwrap_or_else(|| Delivery::Transient(format!("{name}: the batch answer left this message out"))));
+        let _ = pending.reply.send(outcome.unwrap_or_else(|| Delivery::Unavailable(format!("{name}: the batch answer left this message out"))));
     }
     congested
 }
@@ -278,19 +278,5 @@ impl Target for SqsTarget {
             entry["MessageGroupId"] = json!(group_id(message));
         }
         Box::pin(async move { with_retries(&self.retry, || self.send_once(entry.clone())).await })
-    }
-
-    /// The queue's attributes: a queue that answers GetQueueAttributes is up.
-    fn probe(&self) -> BoxFuture<'_, Option<Probe>> {
-        Box::pin(async move {
-            let name = self.name();
-            Some(match self.ready().await {
-                Err(failure) => Probe::Down(format!("{failure:?}")),
-                Ok((url, _)) => match Self::call(&self.client, &name, "GetQueueAttributes", &json!({"QueueUrl": url, "AttributeNames": ["QueueArn"]})).await {
-                    Ok(_) => Probe::Up(format!("{name}: GetQueueAttributes answered")),
-                    Err(failure) => Probe::Down(format!("{failure:?}")),
-                },
-            })
-        })
     }
 }
