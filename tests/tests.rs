@@ -1,5 +1,6 @@
 //! Integration tests through the dlqf binary, grouped by topic.
 
+mod proxy;
 mod stage;
 mod util;
 

@@ -136,6 +136,12 @@ pub fn manifest_entries(text: &str) -> &str {
 }
 
 /// A vision record as one JSON line, with the fields the tests vary.
+/// Whether `q.jsonl`, the file quarantine the replay tests use, holds nothing (the sink
+/// creates it when it opens).
+pub fn nothing_quarantined(dir: &Dir) -> bool {
+    std::fs::read_to_string(dir.join("q.jsonl")).map_or(true, |t| t.is_empty())
+}
+
 pub fn vision_line(id: &str, stage: &str, reason: &str, revision: &str, ts: &str, attempts: i64) -> String {
     serde_json::json!({
         "capture_id": id, "store_id": "store-0001", "fixture_id": "fx-1", "planogram_id": "pg-1",

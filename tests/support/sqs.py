@@ -28,6 +28,8 @@ elif cmd == "receive":
                 "attributes": m.get("Attributes", {}),
                 "key": m.get("MessageAttributes", {}).get("dlqf-idempotency-key", {}).get("StringValue"),
             }))
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        deleted = sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
+        if deleted.get("Failed"):
+            sys.exit(f"cannot delete: {deleted['Failed']}")
 else:
     sys.exit(f"unknown command {cmd}")
