@@ -1,6 +1,7 @@
-//! Which record fields hold the message as it was first sent (topic, key, payload, headers),
-//! and those bytes read out of a record. A profile names them, `plan` resolves them into each
-//! manifest entry, `execute` sends exactly what the reviewer saw.
+//! Which record fields hold the message as it was first sent (topic, key, payload, headers,
+//! and where it stood: partition and offset), and those bytes read out of a record. A profile
+//! names them, `plan` resolves them into each manifest entry, `execute` sends exactly what the
+//! reviewer saw, in the order the positions say when asked to keep a key's order.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -25,6 +26,12 @@ pub struct Origin {
     /// The message's headers: a JSON object of names to values, or a header collection.
     #[serde(default)]
     pub headers: Option<String>,
+    /// The partition the message was first written to (a number, or numeric text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// Its offset there: a key's messages are replayed in offset order (`execute --ordered`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
     /// Headers left out of a replay by name prefix (those the dead-letter reporter added).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers_exclude: Vec<String>,
@@ -55,7 +62,8 @@ impl Origin {
     /// Every expression parses and reads the record (a partition folder is no origin).
     pub fn check(&self) -> Result<(), String> {
         let aligned = self.aligned.iter().flat_map(|a| [&a.key, &a.value]);
-        for text in [&self.topic, &self.key, &self.value, &self.headers].into_iter().chain(aligned).flatten() {
+        let fields = [&self.topic, &self.key, &self.value, &self.headers, &self.partition, &self.offset];
+        for text in fields.into_iter().chain(aligned).flatten() {
             let expr = FieldExpr::parse(text).map_err(|e| format!("origin: {e}"))?;
             if expr.alternatives.iter().any(|a| a.root != Root::Record) {
                 return Err(format!("origin: field `{text}`: a partition folder is not part of a message"));
@@ -73,6 +81,8 @@ impl Origin {
             key: parse(over.and_then(|a| a.key.as_ref()).or(self.key.as_ref())),
             value: parse(over.and_then(|a| a.value.as_ref()).or(self.value.as_ref())),
             headers: parse(self.headers.as_ref()),
+            partition: parse(self.partition.as_ref()),
+            offset: parse(self.offset.as_ref()),
             exclude: self.headers_exclude.clone(),
         }
     }
@@ -84,6 +94,8 @@ pub struct OriginExprs {
     pub key: Option<FieldExpr>,
     pub value: Option<FieldExpr>,
     pub headers: Option<FieldExpr>,
+    pub partition: Option<FieldExpr>,
+    pub offset: Option<FieldExpr>,
     exclude: Vec<String>,
 }
 
@@ -96,6 +108,18 @@ pub struct Resolved {
     pub value: Payload,
     /// Names and value bytes in the record's order (None: a null header value).
     pub headers: Vec<(String, Option<Vec<u8>>)>,
+    /// Where it stood among its key's messages (kept for keyed messages only).
+    pub position: Position,
+}
+
+/// Where a message stood when it was first written, by which a key's messages are put back in
+/// order: its partition and offset where the profile names them, and the record's time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    pub partition: Option<i64>,
+    pub offset: Option<i64>,
+    /// Microseconds since 1970.
+    pub time: Option<i64>,
 }
 
 /// What a message's payload is.
@@ -162,6 +186,10 @@ impl OriginExprs {
                 out.headers = self.header_list(raw);
             }
         }
+        if out.key.is_some() {
+            out.position.partition = integer_of(self.partition.as_ref(), record)?;
+            out.position.offset = integer_of(self.offset.as_ref(), record)?;
+        }
         Ok(out)
     }
 
@@ -175,6 +203,19 @@ impl OriginExprs {
             _ => Vec::new(),
         }
     }
+}
+
+/// An expression's value as a whole number (a JSON number, or decimal text); None when absent.
+fn integer_of(expr: Option<&FieldExpr>, record: &[u8]) -> Result<Option<i64>, String> {
+    let Some(expr) = expr else { return Ok(None) };
+    let number = match value_of(expr, record)? {
+        None => return Ok(None),
+        Some(Decoded::Json(Value::Number(n))) => n.as_i64(),
+        Some(Decoded::Json(Value::String(s))) => s.trim().parse().ok(),
+        Some(Decoded::Bytes(b)) => std::str::from_utf8(&b).ok().and_then(|s| s.trim().parse().ok()),
+        Some(Decoded::Json(_)) => None,
+    };
+    number.map(Some).ok_or_else(|| format!("origin field `{}`: not a whole number", expr.text))
 }
 
 /// Whether the record has the field at all (null included).
@@ -217,6 +258,17 @@ impl Resolved {
         }
         let headers = self.headers.iter().map(|(k, v)| Value::Array(vec![Value::String(k.clone()), v.as_deref().map_or(Value::Null, bytes_json)]));
         map.insert("headers".into(), Value::Array(headers.collect()));
+        if self.key.is_some() {
+            let Position { partition, offset, time } = self.position;
+            for (name, number) in [("partition", partition), ("offset", offset)] {
+                if let Some(n) = number {
+                    map.insert(name.into(), Value::from(n));
+                }
+            }
+            if let Some(time) = time {
+                map.insert("time".into(), Value::String(crate::timestamp::format_micros(time)));
+            }
+        }
         Value::Object(map)
     }
 
@@ -244,7 +296,17 @@ impl Resolved {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err("origin headers must be an array".into()),
         };
-        Ok(Resolved { topic, key, value, headers })
+        let number = |name: &str| match map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_i64().map(Some).ok_or_else(|| format!("origin {name} must be a whole number")),
+        };
+        let time = match map.get("time") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t)) => Some(crate::timestamp::parse_rfc3339(t).ok_or_else(|| "origin time must be an RFC 3339 timestamp".to_string())?),
+            Some(_) => return Err("origin time must be an RFC 3339 timestamp".into()),
+        };
+        let position = Position { partition: number("partition")?, offset: number("offset")?, time };
+        Ok(Resolved { topic, key, value, headers, position })
     }
 }
 
@@ -279,6 +341,7 @@ mod tests {
             headers: Some("headers".into()),
             headers_exclude: vec!["__connect.errors.".into()],
             aligned: Some(AlignedOrigin { key: Some("key | base64 // key".into()), value: None }),
+            ..Origin::default()
         }
     }
 
@@ -316,6 +379,24 @@ mod tests {
         let whole = Origin { topic: Some("t".into()), ..Origin::default() }.exprs(false).resolve(br#"{"t":"x"}"#, &mut seen).unwrap();
         assert_eq!(whole.value, Payload::Record);
         assert!(Resolved::from_json(&whole.to_json()).unwrap().value == Payload::Record);
+    }
+
+    #[test]
+    fn a_keyed_message_carries_its_position_and_an_unkeyed_one_none() {
+        let origin = Origin { key: Some("k".into()), partition: Some("p".into()), offset: Some("o".into()), ..Origin::default() };
+        let mut seen = Seen::default();
+        // Numbers, or numeric text as Kafka Connect's headers hold them.
+        let mut keyed = origin.exprs(false).resolve(br#"{"k":"a","p":3,"o":"1234"}"#, &mut seen).unwrap();
+        assert_eq!(keyed.position, Position { partition: Some(3), offset: Some(1234), time: None });
+        keyed.position.time = Some(1_790_000_000_123_000);
+        let json = keyed.to_json();
+        assert_eq!((&json["partition"], &json["offset"], &json["time"]), (&serde_json::json!(3), &serde_json::json!(1234), &serde_json::json!("2026-09-21T14:13:20.123Z")));
+        assert_eq!(Resolved::from_json(&json).unwrap(), keyed);
+        let unkeyed = origin.exprs(false).resolve(br#"{"k":null,"p":3,"o":5}"#, &mut seen).unwrap();
+        assert_eq!(unkeyed.position, Position::default());
+        assert!(unkeyed.to_json().get("offset").is_none());
+        let bad = origin.exprs(false).resolve(br#"{"k":"a","o":"12x"}"#, &mut seen).unwrap_err();
+        assert!(bad.contains("origin field `o`: not a whole number"), "{bad}");
     }
 
     #[test]

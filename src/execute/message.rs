@@ -149,6 +149,7 @@ fn from_record(record: &Value, origin: &Origin) -> Resolved {
             (Some(_), Some(v)) => Payload::Bytes(bytes(v)),
         },
         headers,
+        position: Default::default(),
     }
 }
 

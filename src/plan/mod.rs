@@ -277,7 +277,11 @@ impl<'a> Planner<'a> {
         let origin = match &self.origin {
             None => None,
             Some(exprs) => match exprs[usize::from(row.aligned)].resolve(&record.raw_json(), &mut batch.origin_seen) {
-                Ok(resolved) => Some(resolved.to_json()),
+                Ok(mut resolved) => {
+                    // The record's time orders a key's messages where no offsets do.
+                    resolved.position.time = Some(row.facts.time);
+                    Some(resolved.to_json())
+                }
                 Err(why) => {
                     batch.unplanned += 1;
                     if batch.unplanned_named.len() < crate::source::NAMED_REJECTS {

@@ -89,6 +89,8 @@ pub fn envelope() -> Profile {
             key: Some("original_key".into()),
             value: Some("original_value".into()),
             headers: Some("original_headers".into()),
+            partition: Some("original_partition".into()),
+            offset: Some("original_offset".into()),
             ..Origin::default()
         },
         category: CategorySource::Field("error_category".into()),
