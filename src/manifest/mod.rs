@@ -4,6 +4,7 @@
 
 mod entry_scan;
 mod hasher;
+pub mod order;
 mod read;
 mod write;
 

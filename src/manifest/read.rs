@@ -35,12 +35,22 @@ impl Manifest {
     /// entries their `entries_sha256`, and the header's counts the entries. Any mismatch is an
     /// error naming it, before anything is sent.
     pub fn open_verified(name: &str, source: impl Read, expected: Option<&str>) -> Result<Manifest> {
+        Self::open(name, source, expected).map(|(manifest, _)| manifest)
+    }
+
+    fn open(name: &str, source: impl Read, expected: Option<&str>) -> Result<(Manifest, SignatureCounts)> {
         let name = name.to_string();
         let copy = private_file()?;
         let mut writer = BufWriter::with_capacity(1 << 20, &copy);
-        let (header, entries_at, _) = verify(&name, source, expected, Some(&mut writer))?;
+        let (header, entries_at, counts) = verify(&name, source, expected, Some(&mut writer))?;
         drop(writer);
-        Ok(Manifest { header, name, copy, entries_at })
+        Ok((Manifest { header, name, copy, entries_at }, counts))
+    }
+
+    /// `open_verified` without an expected digest, for review: also the entries' counts per
+    /// signature (`summarize`'s).
+    pub fn open_for_review(name: &str, source: impl Read) -> Result<(Manifest, SignatureCounts)> {
+        Self::open(name, source, None)
     }
 
     /// Checks a manifest as `open_verified` does, in one pass that keeps nothing. Returns the

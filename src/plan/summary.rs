@@ -10,6 +10,16 @@ use crate::signature::Signature;
 #[derive(Default)]
 pub struct Review {
     pub by_signature: BTreeMap<Signature, DecisionCounts>,
+    /// What an ordered replay would keep in order, where the entries have origin keys.
+    pub order: Option<KeyOrder>,
+}
+
+/// Origin keys with more than one message, by what orders them, and the longest chain (its
+/// length and origin key, as the manifest writes it).
+#[derive(Debug, Default)]
+pub struct KeyOrder {
+    pub keys: BTreeMap<crate::manifest::order::Basis, u64>,
+    pub longest: Option<(u64, String)>,
 }
 
 impl Review {

@@ -6,7 +6,8 @@ use std::fmt::Write;
 use super::markdown::escape;
 use super::table;
 use crate::manifest::{Decision, Header};
-use crate::plan::summary::Review;
+use crate::manifest::order::Basis;
+use crate::plan::summary::{KeyOrder, Review};
 
 pub fn table(review: &Review, header: &Header) -> String {
     let mut out = String::new();
@@ -16,6 +17,9 @@ pub fn table(review: &Review, header: &Header) -> String {
     let _ = writeln!(out, "created   {} by dlqf {} · profile {} · {} rejected rows", header.created_at, header.tool_version, header.profile, header.rejected);
     let _ = writeln!(out, "decisions {}", header.counts);
     let _ = writeln!(out, "policy    {}", header.policy);
+    if let Some(order) = &review.order {
+        let _ = writeln!(out, "order     {}", order_text(order, |k| k.to_string()));
+    }
     let Some((first, _)) = review.by_signature.iter().next() else {
         return out;
     };
@@ -41,7 +45,11 @@ pub fn markdown(review: &Review, header: &Header) -> String {
     let _ = writeln!(out, "- digest (manifest_sha256, approve with `execute --expect-digest`): `{}`", header.manifest_sha256);
     let _ = writeln!(out, "- entries: {} ({}), entries_sha256 `{}`; rejected rows: {}", header.entries, header.counts, header.entries_sha256, header.rejected);
     let _ = writeln!(out, "- created {} by dlqf {}, profile `{}`", header.created_at, header.tool_version, escape(&header.profile));
-    let _ = writeln!(out, "- policy: `{}`\n", header.policy.to_string().replace('`', "'"));
+    let _ = writeln!(out, "- policy: `{}`", header.policy.to_string().replace('`', "'"));
+    if let Some(order) = &review.order {
+        let _ = writeln!(out, "- order: {}", order_text(order, |k| format!("`{}`", k.replace('`', "'"))));
+    }
+    out.push('\n');
     let Some((first, _)) = review.by_signature.iter().next() else {
         return out;
     };
@@ -55,4 +63,28 @@ pub fn markdown(review: &Review, header: &Header) -> String {
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out
+}
+
+/// What `execute --ordered` keeps in order: `12 keys have more than one message (by offset 10,
+/// by time 2); the longest chain has 6 (key ord-7)`.
+fn order_text(order: &KeyOrder, quote: impl Fn(&str) -> String) -> String {
+    let keys: u64 = order.keys.values().sum();
+    if keys == 0 {
+        return "no key has more than one message".to_string();
+    }
+    let by: Vec<String> = order.keys.iter().map(|(basis, n)| format!("by {} {n}", basis_name(*basis))).collect();
+    let have = if keys == 1 { "key has" } else { "keys have" };
+    let mut text = format!("{keys} {have} more than one message ({})", by.join(", "));
+    if let Some((length, key)) = &order.longest {
+        text.push_str(&format!("; the longest chain has {length} (key {})", quote(key)));
+    }
+    text
+}
+
+fn basis_name(basis: Basis) -> &'static str {
+    match basis {
+        Basis::Offset => "offset",
+        Basis::Time => "time",
+        Basis::Manifest => "manifest order",
+    }
 }
