@@ -50,6 +50,9 @@ pub struct Seen {
     pub probes: usize,
     /// Where among `answers` the first request that met the outage (`fail_after`) is.
     pub outage_from: Option<usize>,
+    /// Requests in the stage now, per `X-Dlqf-Origin-Key`, and the most there ever were of one.
+    pub in_flight_per_origin_key: HashMap<String, usize>,
+    pub most_in_flight_of_one_origin_key: usize,
 }
 
 pub struct Stage {
@@ -182,6 +185,14 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
         };
         let body = String::from_utf8_lossy(&body).into_owned();
         assert_eq!(content_type, "application/json", "every replay is JSON");
+        let origin_key = origin.iter().find(|(name, _)| name == "x-dlqf-origin-key").map(|(_, v)| v.clone());
+        if let Some(k) = &origin_key {
+            let mut seen = seen.lock().unwrap();
+            let now = seen.in_flight_per_origin_key.entry(k.clone()).or_default();
+            *now += 1;
+            let now = *now;
+            seen.most_in_flight_of_one_origin_key = seen.most_in_flight_of_one_origin_key.max(now);
+        }
         std::thread::sleep(delay);
         {
             let mut seen = seen.lock().unwrap();
@@ -189,6 +200,9 @@ fn serve(stream: TcpStream, seen: Arc<Mutex<Seen>>, behaviour: Arc<Mutex<Behavio
             seen.origin.insert(key.clone(), origin);
             if in_outage && seen.outage_from.is_none() {
                 seen.outage_from = Some(seen.answers.len());
+            }
+            if let Some(k) = &origin_key {
+                *seen.in_flight_per_origin_key.get_mut(k).expect("counted in") -= 1;
             }
             seen.answers.push((key, status));
         }

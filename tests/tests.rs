@@ -17,6 +17,7 @@ mod html;
 mod inputs;
 mod kafka;
 mod manifest;
+mod ordered;
 mod postgres;
 mod postmortem;
 mod profiles;

@@ -61,10 +61,19 @@ use super::{UsageError, EXIT_ALERT, EXIT_UNFINISHED};
 /// Canary: --canary N sends at most N entries per signature and holds the rest for the next
 /// run (which, without --canary, sends them): try a fix on a few messages of each cause first.
 ///
+/// Ordered: --ordered sends each origin key's messages (same origin topic and key) one at a
+/// time, in the order they were first produced: their original offsets where the manifest
+/// has them in one partition, else their records' times, else manifest order. A message waits
+/// until the one before it is done (delivered now or before; retries included); one that
+/// cannot be done (failed, quarantined, left) holds the rest of its key, which the report
+/// lists as blocked by it (exit 4) and a later run sends once it is done. --release-after KEY
+/// lets the messages after entry KEY go without it (never the default). Other keys keep going
+/// in parallel.
+///
 /// Exit codes: 0 all done (a canary: everything it sent), 1 error (nothing sent for a refused
 /// manifest), 3 some replays failed (every entry finished), 4 entries are left for a later run
-/// (a down target, the storm guard; the report lists them with their last error), 130/143
-/// stopped by SIGINT/SIGTERM.
+/// (a down target, the storm guard, entries an ordered run blocked; the report lists them with
+/// their last error), 130/143 stopped by SIGINT/SIGTERM.
 ///
 /// Example:
 ///   dlqf execute manifest.jsonl --expect-digest 3f2a… --target https://stage/replay \
@@ -108,6 +117,16 @@ pub struct Args {
     /// was sent and held. The manifest stays the approval: the next run sends the rest of it.
     #[arg(long, value_name = "N")]
     canary: Option<u64>,
+
+    /// Each origin key's messages one at a time, in the order they were first produced; a
+    /// message that cannot be done holds the rest of its key (reported as blocked).
+    #[arg(long)]
+    ordered: bool,
+
+    /// With --ordered: the messages after this entry (its idempotency key, as a report's
+    /// blocked_by names it) in its key's order go without waiting for it. Repeatable.
+    #[arg(long, value_name = "KEY", requires = "ordered")]
+    release_after: Vec<String>,
 
     /// Messages in flight at once.
     #[arg(long, default_value_t = 8, value_name = "N")]
@@ -180,6 +199,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             grace: Duration::from_secs_f64(args.timeout),
             halt,
             canary: args.canary,
+            ordered: args.ordered,
+            release_after: args.release_after.clone(),
         };
         let signals = StopSignals::install()?;
         let progress = Progress::for_count(manifest.header.entries, !args.no_progress);
@@ -195,6 +216,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     storage.write(&Location::Std, &bytes)?;
     if let Some(why) = &stopped {
         messages::message(describe(why, &report, args.max_failure_ratio));
+    }
+    if let Some(blocked) = report.blocked.filter(|b| *b > 0) {
+        messages::message(format!(
+            "{blocked} entries wait behind an entry of their key that is not done (listed with blocked_by): a later run sends them once it is done; --release-after KEY lets them go without it"
+        ));
     }
     // What a canary holds back is left by design: only what it could not finish counts.
     let held = report.canary.as_ref().map_or(0, |c| c.held);

@@ -32,6 +32,7 @@ mod gate;
 mod guard;
 pub mod ledger;
 pub mod message;
+mod order;
 pub mod quarantine;
 mod run;
 pub mod signals;
@@ -77,6 +78,10 @@ pub struct ExecuteReport {
     pub unfinished: u64,
     /// Deliveries that failed for the target's reasons and were charged to no key.
     pub target_failures: u64,
+    /// An ordered run: the unfinished entries held back because an entry before them in
+    /// their key's order is not done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<u64>,
     /// The unfinished entries (the first `LISTED_UNFINISHED`, in manifest order): each key, id
     /// and why it is left.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -155,6 +160,10 @@ pub struct UnfinishedKey {
     pub key: String,
     pub id: String,
     pub error: String,
+    /// An ordered run: the entry before it in its key's order that is not done (the first of
+    /// those that hold it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
 }
 
 /// Unfinished entries listed by key in a report; `unfinished` counts them all.
@@ -179,6 +188,10 @@ pub struct Options {
     /// A canary run: at most this many entries sent per signature, in manifest order; the rest
     /// (poison too) held for the next run.
     pub canary: Option<u64>,
+    /// Each origin key's messages in their origin order, one at a time (`--ordered`).
+    pub ordered: bool,
+    /// Entries (by idempotency key) whose key's later messages may go without waiting for them.
+    pub release_after: Vec<String>,
 }
 
 /// Why a run stopped before the end of the manifest.
@@ -247,7 +260,7 @@ async fn dry_run_async(manifest: &mut Manifest, ledger: Option<&dyn Ledger>) -> 
             Fate::Replay => o.replayed += 1,
         }
     }
-    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0, unfinished_keys: Vec::new(), canary: None, replayed: None })
+    Ok(ExecuteReport { report: REPORT_ID.into(), manifest: digest, outcomes: o, unfinished: 0, target_failures: 0, blocked: None, unfinished_keys: Vec::new(), canary: None, replayed: None })
 }
 
 /// The claim a key would be granted now, from its ledger state (state and failures; none if

@@ -1,7 +1,8 @@
 //! One run over a manifest: `--concurrency` workers take entries in order, claim each key,
-//! deliver or quarantine it, and record the outcome; the storm guard and signals stop them.
+//! deliver or quarantine it, and record the outcome (an ordered run parks an entry until the
+//! one before it in its key's order is done); the storm guard and signals stop them.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -14,11 +15,13 @@ use super::evidence::{Ended, Failure, Kind, Timeline};
 use super::gate::{self, Fate};
 use super::guard::StormGuard;
 use super::ledger::{Claim, Finish, Ledger};
+use super::order::{Blocked, Order};
 use super::quarantine::Sink;
 use super::signals::StopSignals;
 use super::target::{Delivery, Probe, Target};
 use super::{ExecuteReport, Options, Outcomes, ReplayedList, Run, Stopped, REPORT_ID};
 use super::message::Message;
+use crate::manifest::order::Place;
 use crate::manifest::{Decision, Entry, Manifest, Origin};
 use crate::messages;
 use crate::messages::Progress;
@@ -36,7 +39,10 @@ pub(super) struct Parts<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Outcome {
     Replayed,
+    /// Done already (in the ledger, or the target had it).
     Skipped,
+    /// Quarantined already: counted as skipped, but not done.
+    AlreadyQuarantined,
     PoisonAttempts,
     PoisonUncleared,
     Failed,
@@ -79,12 +85,35 @@ struct Shared<'a> {
     canary: Option<Canary>,
     /// The entries delivered (key, id, signature, match digest), for `dlqf returned`.
     replayed: Mutex<Vec<(String, String, crate::signature::Signature, Option<String>)>>,
+    /// An ordered run's chains and parked entries.
+    order: Option<Order>,
+}
+
+impl Outcome {
+    /// Whether the entry is done, so the one after it in its key's order may go.
+    fn is_done(self) -> bool {
+        matches!(self, Outcome::Replayed | Outcome::Skipped)
+    }
+}
+
+/// Entries taken in manifest order, each with its place.
+struct Next<I> {
+    place: Place,
+    entries: I,
 }
 
 pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Manifest, parts: Parts) -> Result<Run> {
     let options = parts.options;
     let total = manifest.header.entries;
     let profile = manifest.header.profile.clone();
+    let order = match options.ordered {
+        true => Some(Order::of(manifest, &options.release_after)?),
+        false => None,
+    };
+    let canary = match options.canary {
+        Some(limit) => Some(runtime.block_on(Canary::pick(manifest, parts.ledger, limit, order.as_ref()))?),
+        None => None,
+    };
     let shared = Shared {
         manifest: manifest.header.manifest_sha256.clone(),
         origin: manifest.header.origin.clone(),
@@ -100,14 +129,12 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         in_flight: Mutex::new(HashSet::new()),
         left: Mutex::default(),
         replayed: Mutex::default(),
-        canary: match options.canary {
-            Some(limit) => Some(runtime.block_on(Canary::pick(manifest, parts.ledger, limit))?),
-            None => None,
-        },
+        canary,
+        order,
         parts,
     };
-    let entries = Mutex::new(manifest.entries()?);
-    let deferred: Mutex<VecDeque<Entry>> = Mutex::new(VecDeque::new());
+    let entries = Mutex::new(Next { place: 0, entries: manifest.entries()? });
+    let deferred: Mutex<VecDeque<(Place, Entry)>> = Mutex::new(VecDeque::new());
     let error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     runtime.block_on(async {
         let workers = (0..options.concurrency.max(1)).map(|_| async {
@@ -115,38 +142,34 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
                 if shared.stopping() || error.lock().unwrap().is_some() {
                     return;
                 }
-                let next = entries.lock().unwrap().next();
-                let entry = match next {
+                let next = {
+                    let mut next = entries.lock().unwrap();
+                    let place = next.place;
+                    next.place += 1;
+                    next.entries.next().map(|entry| entry.map(|entry| (place, entry)))
+                };
+                let admitted = match next {
                     None => return,
                     Some(Err(e)) => {
                         *error.lock().unwrap() = Some(e);
                         return;
                     }
-                    Some(Ok(entry)) => entry,
+                    Some(Ok((place, entry))) => shared.admit(place, entry),
                 };
-                match shared.handle(&entry).await {
-                    Ok(Outcome::Deferred) => deferred.lock().unwrap().push_back(entry),
-                    Ok(outcome) => shared.count(outcome),
-                    Err(e) => {
-                        *error.lock().unwrap() = Some(e.context(format!("entry {}", entry.key)));
-                        return;
-                    }
+                let Some(first) = admitted else { continue };
+                if let Err(e) = shared.drive(first, &deferred).await {
+                    *error.lock().unwrap() = Some(e);
+                    return;
                 }
             }
         });
         futures_util::future::join_all(workers).await;
         // Keys another executor held: wait for it to finish them or for its lease to lapse.
-        loop {
-            let Some(entry) = deferred.lock().unwrap().pop_front() else { break };
-            if shared.stopping() || error.lock().unwrap().is_some() {
-                break;
-            }
-            match shared.handle(&entry).await {
-                Ok(Outcome::Deferred) => {
-                    deferred.lock().unwrap().push_back(entry);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Ok(outcome) => shared.count(outcome),
+        while !shared.stopping() && error.lock().unwrap().is_none() {
+            let Some(first) = deferred.lock().unwrap().pop_front() else { break };
+            match shared.drive(first, &deferred).await {
+                Ok(true) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Ok(false) => {}
                 Err(e) => {
                     *error.lock().unwrap() = Some(e);
                     break;
@@ -178,30 +201,69 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
         Some(why) => format!("not reached: {}", stopped_short(why)),
         None => "not reached".to_string(),
     };
-    let mut deferred = deferred.into_inner().unwrap().into_iter().map(|e| (e.key, e.id, "claimed by another executor until the run ended".to_string())).collect::<Vec<_>>();
-    let mut rest = entries.into_inner().unwrap();
+    let mut deferred = deferred.into_inner().unwrap().into_iter().map(|(_, e)| (e.key, e.id, "claimed by another executor until the run ended".to_string())).collect::<Vec<_>>();
     let mut unfinished_keys = Vec::new();
-    // Those the run released first, as it left them; then the deferred; then those never
-    // reached, in manifest order.
+    // Those the run released first, as it left them; then the deferred; then those an ordered
+    // run held back; then those never reached, in manifest order.
     for (key, id, error) in std::mem::take(&mut left) {
-        unfinished_keys.push(super::UnfinishedKey { key, id, error });
+        unfinished_keys.push(super::UnfinishedKey { key, id, error, blocked_by: None });
     }
     for (key, id, error) in deferred.drain(..) {
-        unfinished_keys.push(super::UnfinishedKey { key, id, error });
+        unfinished_keys.push(super::UnfinishedKey { key, id, error, blocked_by: None });
+    }
+    let Next { place: read, entries: rest } = entries.into_inner().unwrap();
+    let blocked = shared.order.as_ref().map(Order::blocked).unwrap_or_default();
+    // What a canary held holds its key's rest by design: counted as held, not listed.
+    let (held, blocked): (Vec<Blocked>, Vec<Blocked>) = blocked.into_iter().partition(|b| b.by_canary);
+    if let Some(canary) = &shared.canary {
+        held.iter().for_each(|b| canary.hold(&b.entry));
     }
     // Entries a canary held are left by design: its report counts them, this list does not.
     let canary = shared.canary.as_ref().map(Canary::report);
-    let listed = unfinished - canary.as_ref().map_or(0, |c| c.held);
-    while unfinished_keys.len() < super::LISTED_UNFINISHED.min(listed as usize) {
-        match rest.next() {
-            Some(Ok(entry)) => unfinished_keys.push(super::UnfinishedKey { key: entry.key, id: entry.id, error: not_reached.clone() }),
-            _ => break,
-        }
+    let listed = (unfinished - canary.as_ref().map_or(0, |c| c.held)) as usize;
+    let room = super::LISTED_UNFINISHED.min(listed).saturating_sub(unfinished_keys.len() + blocked.len());
+    let (names, not_reached_keys) = if blocked.is_empty() {
+        (HashMap::new(), rest.take(room).filter_map(Result::ok).map(|e| (e.key, e.id)).collect())
+    } else {
+        drop(rest);
+        names_and_rest(manifest, &blocked.iter().map(|b| b.by).collect(), read, room)?
+    };
+    for b in &blocked {
+        let (key, id) = &names[&b.by];
+        let error = format!("blocked: {key} ({id}), before it in its key's order, is not done");
+        unfinished_keys.push(super::UnfinishedKey { key: b.entry.key.clone(), id: b.entry.id.clone(), error, blocked_by: Some(key.clone()) });
+    }
+    for (key, id) in not_reached_keys {
+        unfinished_keys.push(super::UnfinishedKey { key, id, error: not_reached.clone(), blocked_by: None });
     }
     unfinished_keys.truncate(super::LISTED_UNFINISHED);
     let replayed = Some(ReplayedList::of(profile, shared.replayed.into_inner().unwrap()));
-    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, unfinished_keys, canary, replayed };
+    let blocked = shared.order.is_some().then_some(blocked.len() as u64);
+    let report = ExecuteReport { report: REPORT_ID.into(), manifest: shared.manifest, unfinished, outcomes, target_failures, blocked, unfinished_keys, canary, replayed };
     Ok(Run { report, stopped })
+}
+
+/// One more pass over the manifest: the key and id of the entries at `places`, and of those
+/// not reached (from place `read` on), at most `room` of them.
+fn names_and_rest(manifest: &mut Manifest, places: &HashSet<Place>, read: Place, room: usize) -> Result<(HashMap<Place, (String, String)>, Vec<(String, String)>)> {
+    let mut names = HashMap::new();
+    let mut rest = Vec::new();
+    for (place, entry) in manifest.entries()?.enumerate() {
+        let place = place as Place;
+        if places.contains(&place) || (place >= read && rest.len() < room) {
+            let entry = entry?;
+            if places.contains(&place) {
+                names.insert(place, (entry.key.clone(), entry.id.clone()));
+            }
+            if place >= read && rest.len() < room {
+                rest.push((entry.key, entry.id));
+            }
+        }
+        if place >= read && rest.len() >= room && names.len() == places.len() {
+            break;
+        }
+    }
+    Ok((names, rest))
 }
 
 /// What the probe said of the failures no delivery around them judged, and what it proved.
@@ -251,7 +313,7 @@ impl Shared<'_> {
         let mut o = self.outcomes.lock().unwrap();
         match outcome {
             Outcome::Replayed => o.replayed += 1,
-            Outcome::Skipped => o.skipped_idempotent += 1,
+            Outcome::Skipped | Outcome::AlreadyQuarantined => o.skipped_idempotent += 1,
             Outcome::PoisonAttempts => o.poison_attempts += 1,
             Outcome::PoisonUncleared => o.poison_uncleared += 1,
             Outcome::Failed => o.replay_failed += 1,
@@ -259,6 +321,39 @@ impl Shared<'_> {
             Outcome::Deferred => unreachable!("deferred entries are retried"),
         }
         self.parts.progress.advance(1);
+    }
+
+    /// An entry taken from the manifest: itself when it may go now (always, unless ordered),
+    /// else None, parked until the entry before it in its key's order is done.
+    fn admit(&self, place: Place, entry: Entry) -> Option<(Place, Entry)> {
+        match &self.order {
+            Some(order) => order.admit(place, entry).map(|entry| (place, entry)),
+            None => Some((place, entry)),
+        }
+    }
+
+    /// Handles an admitted entry, then, in an ordered run, each entry of its key that its end
+    /// lets go, one after another. True when one had to be deferred (another executor holds
+    /// its key): it waits in `deferred`.
+    async fn drive(&self, first: (Place, Entry), deferred: &Mutex<VecDeque<(Place, Entry)>>) -> Result<bool> {
+        let mut next = Some(first);
+        while let Some((place, entry)) = next.take() {
+            let outcome = self.handle(&entry).await.with_context(|| format!("entry {}", entry.key))?;
+            if outcome == Outcome::Deferred {
+                deferred.lock().unwrap().push_back((place, entry));
+                return Ok(true);
+            }
+            self.count(outcome);
+            let Some(order) = &self.order else { break };
+            next = order.ended(place, outcome.is_done(), outcome == Outcome::Held);
+            if self.stopping() {
+                // Its turn came as the run stops: it waits for the next run.
+                if let Some((_, entry)) = next.take() {
+                    self.leave(&entry, "not reached: the run stopped");
+                }
+            }
+        }
+        Ok(false)
     }
 
     async fn handle(&self, entry: &Entry) -> Result<Outcome> {
@@ -273,6 +368,7 @@ impl Shared<'_> {
     async fn claim_and_handle(&self, entry: &Entry) -> Result<Outcome> {
         let claim = self.parts.ledger.claim(&entry.key, gate::purpose(entry), &self.manifest).await?;
         match gate::fate(entry, &claim) {
+            Fate::Finished if claim == Claim::Quarantined => Ok(Outcome::AlreadyQuarantined),
             Fate::Finished => Ok(Outcome::Skipped),
             Fate::Busy => Ok(Outcome::Deferred),
             fate @ (Fate::Hold(..) | Fate::Replay) if self.canary.as_ref().is_some_and(|c| !c.takes(entry, &fate)) => {
