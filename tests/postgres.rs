@@ -63,6 +63,36 @@ fn two_executors_at_once_on_one_postgres_ledger_deliver_every_entry_once() {
     assert_eq!(stage.keys().len() as u64, replay);
 }
 
+/// Two executors replay one failure-order manifest with --ordered on one PostgreSQL ledger:
+/// never two messages of one key at the target at once, each key in its original order, each
+/// message once.
+#[test]
+#[ignore = "needs PostgreSQL: make test runs it"]
+fn two_ordered_executors_on_one_postgres_ledger_never_send_two_of_a_key_at_once() {
+    let dir = Dir::new();
+    let counts = crate::ordered::failure_order_dump(&dir, 100, 3, &format!("pg{}", std::process::id()));
+    let stage = Stage::start();
+    stage.behaviour.lock().unwrap().delay = Duration::from_millis(15);
+    let url = postgres_url();
+    let args = ["execute", "m.jsonl", "--target", &stage.url, "--ledger", &url, "--quarantine", "file:q.jsonl", "--concurrency", "8", "--ordered"];
+    let spawn = || Command::new(env!("CARGO_BIN_EXE_dlqf")).current_dir(dir.path()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success() && b.status.success(), "{}\n{}", String::from_utf8_lossy(&a.stderr), String::from_utf8_lossy(&b.stderr));
+    let replayed = |o: &std::process::Output| serde_json::from_slice::<Value>(&o.stdout).unwrap()["outcomes"]["replayed"].as_u64().unwrap();
+    assert!(replayed(&a) > 0 && replayed(&b) > 0, "both executors worked");
+    assert_eq!(replayed(&a) + replayed(&b), counts.values().sum::<usize>() as u64);
+    assert_eq!(stage.seen.lock().unwrap().most_in_flight_of_one_origin_key, 1, "two messages of one key at the target at once");
+    let mut by_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (_, body) in stage.seen.lock().unwrap().requests.iter() {
+        let v: Value = serde_json::from_str(body).unwrap();
+        by_key.entry(v["order_id"].as_str().unwrap().to_string()).or_default().push(v["seq"].as_u64().unwrap());
+    }
+    for (key, seqs) in &by_key {
+        assert_eq!(*seqs, (0..counts[key] as u64).collect::<Vec<_>>(), "{key}: in order, once each");
+    }
+}
+
 #[test]
 fn a_wrong_password_fails_clearly_without_printing_it() {
     let dir = Dir::new();

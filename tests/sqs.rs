@@ -213,3 +213,39 @@ fn the_storm_guard_stops_an_sqs_outage_after_300_messages_within_150_failed_requ
     assert!(nothing_quarantined(&dir));
     each_received_once(&queue, &keys);
 }
+
+/// Keys in failure order to a FIFO queue with --ordered at --concurrency 16: each group's
+/// messages are received in their original order (unordered, the failure order shows).
+#[test]
+#[ignore = "needs the loopback moto server: make test runs it"]
+fn ordered_replay_to_a_fifo_queue_keeps_each_groups_order() {
+    for ordered in [true, false] {
+        let queue = format!("dlqf-ordered-{}-{ordered}.fifo", std::process::id());
+        sqs(&["create", &queue]);
+        let dir = Dir::new();
+        let counts = crate::ordered::failure_order_dump(&dir, 30, 3, "q");
+        let target = format!("sqs://{queue}");
+        let mut args = vec!["execute", "m.jsonl", "--target", &target, "--ledger", "l.db", "--quarantine", "file:q.jsonl", "--concurrency", "16"];
+        if ordered {
+            args.push("--ordered");
+        }
+        let run = dir.command().args(&args).run();
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let mut by_group: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for message in receive(&queue) {
+            let body: Value = serde_json::from_str(message["body"].as_str().unwrap()).unwrap();
+            let group = message["attributes"]["MessageGroupId"].as_str().unwrap().to_string();
+            assert_eq!(group, body["order_id"], "grouped by the origin key");
+            by_group.entry(group).or_default().push(body["seq"].as_u64().unwrap());
+        }
+        assert_eq!(by_group.len(), counts.len());
+        let out_of_order = by_group.values().filter(|s| s.windows(2).any(|w| w[0] > w[1])).count();
+        if ordered {
+            for (group, seqs) in &by_group {
+                assert_eq!(*seqs, (0..counts[group] as u64).collect::<Vec<_>>(), "{group}: in order, once each");
+            }
+        } else {
+            assert!(out_of_order > 5, "unordered: {out_of_order} groups out of order");
+        }
+    }
+}

@@ -12,6 +12,7 @@ usage: kafka.py serve TOPIC...            start 3 brokers, create TOPICs (4 part
                                                            fails with NOT_ENOUGH_REPLICAS
                                            outage-after N  the same, once N records are on
                                                            the TOPICs
+                                           fail N          the next N Produce requests fail
                                            recover         Produce requests succeed again
                                            failed          Produce requests since the outage
                                                            began
@@ -98,6 +99,9 @@ def serve_faulty(topics):
         words = line.split()
         if words == ["outage"]:
             outage()
+        elif words[:1] == ["fail"]:
+            with lock:
+                lib.rd_kafka_mock_push_request_errors_array(cluster, PRODUCE, int(words[1]), errors)
         elif words[:1] == ["outage-after"]:
             threading.Thread(target=outage_after, args=(int(words[1]),), daemon=True).start()
         elif words == ["recover"]:
