@@ -11,6 +11,7 @@ trend from 28 daily states against the same trend re-reading the 28 daily dumps)
 """
 import argparse
 import json
+import random
 import os
 import shutil
 import socket
@@ -197,6 +198,51 @@ def bench_replay(args, work):
     if not args.skip_brokers:
         rows.extend(bench_brokers(args, work))
     return rows
+
+
+def bench_ordered(args, work):
+    """execute --ordered against unordered: 500 keys of 2 to 6 messages each, dumped in a
+    shuffled failure order, to a loopback stage answering in 5 ms, at concurrency 16."""
+    rng = random.Random(11)
+    records = []
+    for k in range(500):
+        for seq in range(rng.randint(2, 6)):
+            records.append({"id": f"dl-{k}-{seq}", "original_topic": "orders", "original_partition": k % 4,
+                            "original_offset": 1000 * k + 7 * seq, "original_key": f"ord-{k}",
+                            "original_value": {"order_id": f"ord-{k}", "seq": seq}, "original_headers": {},
+                            "error_type": "TimeoutError", "error_message": "timed out",
+                            "first_failed_at": "2026-10-01T00:00:00Z", "last_failed_at": "2026-10-01T00:00:00Z",
+                            "retry_count": 0, "consumer_id": "c", "consumer_version": "1"})
+    rng.shuffle(records)
+    dumps = os.path.join(work, "ordered-dumps")
+    os.makedirs(dumps, exist_ok=True)
+    half = len(records) // 2
+    for name, part in (("2026-10-01.jsonl", records[:half]), ("2026-10-02.jsonl", records[half:])):
+        with open(os.path.join(dumps, name), "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in part)
+    policy = os.path.join(work, "ordered-policy.toml")
+    with open(policy, "w") as f:
+        f.write("clear_all = true\n")
+    manifest = os.path.join(work, "ordered-manifest.jsonl")
+    subprocess.run([args.dlqf, "plan", dumps, "--profile", "envelope", "--policy", policy, "-o", manifest, "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+    port = free_port()
+    stage = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "stage_server.py"), str(port), "5"], stdout=subprocess.PIPE, text=True)
+    assert stage.stdout.readline().strip() == "ready"
+    ledger = os.path.join(work, "ordered.db")
+    walls = {False: [], True: []}
+    try:
+        for _ in range(args.runs):
+            for ordered in (False, True):
+                fresh_ledger(ledger)
+                cmd = [args.dlqf, "execute", manifest, "--target", f"http://127.0.0.1:{port}/replay", "--ledger", ledger,
+                       "--quarantine", "file:" + os.path.join(work, "oq.jsonl"), "--concurrency", "16", "--no-progress"]
+                wall, _, out = measure(cmd + (["--ordered"] if ordered else []))
+                assert json.loads(out)["outcomes"]["replayed"] == len(records)
+                walls[ordered].append(wall)
+    finally:
+        stage.terminate()
+    unordered, ordered = (statistics.median(walls[o]) for o in (False, True))
+    return [f"| execute {len(records):,} entries of 500 keys (2-6 each, failure order), 5 ms stage, concurrency 16 | unordered {unordered:.2f} s | --ordered {ordered:.2f} s | {ordered / unordered:.2f}x (goal <= 1.5x) |"]
 
 
 def fresh_ledger(path):
@@ -643,6 +689,10 @@ def main():
             print("\n| replay | wall | peak RSS | rate / comparison | check |")
             print("|---|---:|---:|---:|---|")
             for row in bench_replay(args, work):
+                print(row)
+            print("\n| ordered replay | unordered | ordered | ratio |")
+            print("|---|---:|---:|---:|")
+            for row in bench_ordered(args, work):
                 print(row)
     if not args.skip_scale:
         print("\n| scale | wall | peak RSS | comparison |")

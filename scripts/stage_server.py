@@ -2,7 +2,8 @@
 """A minimal, fast HTTP/1.1 replay stage on loopback for `make bench`: answers every POST with
 204, keeps connections alive, counts requests and distinct Idempotency-Keys.
 
-usage: stage_server.py PORT   (prints "ready" on stdout; on SIGTERM prints the counts)
+usage: stage_server.py PORT [DELAY_MS]   (prints "ready" on stdout; on SIGTERM prints the
+       counts; each answer waits DELAY_MS, as a service that takes that long)
 """
 import asyncio
 import signal
@@ -10,6 +11,7 @@ import sys
 
 requests = 0
 keys = set()
+delay = 0.0
 
 
 class Stage(asyncio.Protocol):
@@ -39,7 +41,11 @@ class Stage(asyncio.Protocol):
             self.buf = self.buf[end + 4 + length:]
             requests += 1
             keys.add(key)
-            self.transport.write(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+            reply = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
+            if delay:
+                asyncio.get_running_loop().call_later(delay, self.transport.write, reply)
+            else:
+                self.transport.write(reply)
 
 
 async def main(port):
@@ -54,4 +60,6 @@ async def main(port):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        delay = float(sys.argv[2]) / 1000
     asyncio.run(main(int(sys.argv[1])))
