@@ -515,6 +515,69 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether this parser reads bytes that may not be UTF-8 (`over_bytes`).
+    pub fn over_bytes_mode(&self) -> bool {
+        !self.utf8
+    }
+
+    /// A string starting at the opening quote, as the bytes it holds: escapes decoded (a
+    /// `\u` escape to its character's UTF-8), other bytes as they are, UTF-8 or not, as kcat
+    /// writes binary header values (bytes below 0x20 escaped, the rest raw). Borrowed unless
+    /// it has escapes.
+    pub fn string_bytes(&mut self) -> Result<Cow<'a, [u8]>, String> {
+        if self.peek() != Some(b'"') {
+            return Err(self.error("expected a string"));
+        }
+        self.pos += 1;
+        // The unescaped run being read starts here; `out` holds what came before it.
+        let mut run_start = self.pos;
+        let mut out: Option<Vec<u8>> = None;
+        loop {
+            self.scan_string_body();
+            let Some(&b) = self.s.get(self.pos) else {
+                return Err(self.error("EOF while parsing a string"));
+            };
+            match b {
+                b'"' => {
+                    let run = &self.s[run_start..self.pos];
+                    self.pos += 1;
+                    return Ok(match out {
+                        None => Cow::Borrowed(run),
+                        Some(mut out) => {
+                            out.extend_from_slice(run);
+                            Cow::Owned(out)
+                        }
+                    });
+                }
+                b'\\' => {
+                    let out = out.get_or_insert_with(Vec::new);
+                    out.extend_from_slice(&self.s[run_start..self.pos]);
+                    self.pos += 1;
+                    let Some(&e) = self.s.get(self.pos) else {
+                        return Err(self.error("EOF while parsing a string"));
+                    };
+                    self.pos += 1;
+                    match e {
+                        b'"' | b'\\' | b'/' => out.push(e),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'u' => {
+                            let c = self.unicode_escape()?;
+                            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                        }
+                        _ => return Err(self.error("invalid escape")),
+                    }
+                    run_start = self.pos;
+                }
+                0..=0x1f => return Err(self.error("control character in a string")),
+                _ => self.pos += 1,
+            }
+        }
+    }
+
     fn escaped_string(&mut self, start: usize) -> Result<Cow<'a, str>, String> {
         let Some(plain) = self.text(start, self.pos) else {
             return Err(self.error(if self.utf8 { "a string that starts inside a character" } else { "invalid UTF-8 in a string" }));

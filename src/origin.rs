@@ -66,7 +66,7 @@ impl Origin {
         for text in fields.into_iter().chain(aligned).flatten() {
             let expr = FieldExpr::parse(text).map_err(|e| format!("origin: {e}"))?;
             if expr.alternatives.iter().any(|a| a.root != Root::Record) {
-                return Err(format!("origin: field `{text}`: a partition folder is not part of a message"));
+                return Err(format!("origin: field `{text}`: a partition folder or a segment of the input's path is not part of a message"));
             }
         }
         Ok(())

@@ -5,8 +5,15 @@
 //! ```text
 //! expr   := access ( "//" access )*          the first alternative the record has
 //! access := path ( "|" stage )*
-//! stage  := "base64" | "@base64d" | "json" | "fromjson" | path   (a path only after json)
+//! stage  := "base64" | "@base64d" | "json" | "fromjson"   text to bytes, text to JSON
+//!         | "int_be"                        1 to 8 bytes to a signed big-endian integer
+//!         | "inflate" | "gunzip"            zlib or gzip data to the bytes it holds
+//!         | "first" | "last"                an array's first or last element
+//!         | "map(" path ")" | "add"         each element's path; the sum of numbers
+//!         | path                            into the value (after json, first or last)
 //! path   := "$partition" ( "." name )?      a hive folder of the input (`dt=2026-11-28/`)
+//!         | "$path[" integer "]"            a segment of the input's path: 0 the first,
+//!                                           -1 the file's name, -2 its folder, …
 //!         | ["$"] ["."] name ( "." name | "[" index "]" | "[" quoted "]" )*
 //! name   := bare | quoted                   bare: no space . [ ] | " /; quoted: a JSON string
 //! ```
@@ -35,7 +42,33 @@ pub enum Stage {
     Base64,
     /// A string (or decoded bytes) holding a JSON document, then this path into it.
     Json(Vec<Step>),
+    /// 1 to 8 bytes as a signed big-endian integer (Java's `ByteBuffer.getInt`/`getLong`, as
+    /// Spring Kafka writes a dead letter's original partition, offset and timestamp).
+    IntBe,
+    /// zlib-deflated bytes to what they hold (Sidekiq's `error_backtrace`, after base64).
+    Inflate,
+    /// gzip-compressed bytes to what they hold.
+    Gunzip,
+    /// An array's first element, then this path into it.
+    First(Vec<Step>),
+    /// An array's last element, then this path into it.
+    Last(Vec<Step>),
+    /// Each element's value at this path (elements without one left out).
+    Map(Vec<Step>),
+    /// The sum of an array of numbers (`x-death | map(count) | add`).
+    Add,
 }
+
+impl Stage {
+    /// Whether the stage takes the whole value, an array or object, not a string or bytes: a
+    /// source that reads only scalars then reads the value from the record's text.
+    pub fn takes_whole_values(&self) -> bool {
+        matches!(self, Stage::First(_) | Stage::Last(_) | Stage::Map(_) | Stage::Add)
+    }
+}
+
+/// The most bytes `inflate` and `gunzip` make of one value: a hostile value stops there.
+pub const MAX_INFLATED: u64 = 16 << 20;
 
 /// Where an access starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +78,9 @@ pub enum Root {
     /// The input's hive partition folders (`key=value/`): one of them by name, or with no
     /// name all of them (a time read from `dt=`/`date=`, `year=`…`minute=`).
     Partition(Option<String>),
+    /// A segment of the input's path (split at `/`): 0 the first, -1 the file's name, -2 the
+    /// folder it is in (Event Grid writes the subscription only there).
+    Segment(i64),
 }
 
 /// One alternative of an expression: a path and what decodes its value.
@@ -110,7 +146,7 @@ impl FieldExpr {
             let found = match &access.root {
                 Root::Record => lookup(record, &access.path).filter(|v| !v.is_null()).map(|v| Decoded::Json(v.clone())),
                 Root::Partition(Some(name)) => partition.iter().rev().find(|(k, _)| k == name).map(|(_, v)| Decoded::Json(Value::String(v.clone()))),
-                Root::Partition(None) => None,
+                Root::Partition(None) | Root::Segment(_) => None,
             };
             let Some(found) = found else { continue };
             match decode(found, &access.stages) {
@@ -165,9 +201,79 @@ pub fn decode(mut value: Decoded, stages: &[Stage]) -> Result<Option<Decoded>, S
                     None => return Ok(None),
                 }
             }
+            Stage::IntBe => Decoded::Json(Value::from(int_be(&bytes_of(&value, "int_be")?)?)),
+            Stage::Inflate => Decoded::Bytes(inflate(flate2::read::ZlibDecoder::new(&bytes_of(&value, "inflate")?[..]), "zlib")?),
+            Stage::Gunzip => Decoded::Bytes(inflate(flate2::read::GzDecoder::new(&bytes_of(&value, "gunzip")?[..]), "gzip")?),
+            Stage::First(path) | Stage::Last(path) => {
+                let items = array_of(&value, if matches!(stage, Stage::First(_)) { "first" } else { "last" })?;
+                let element = if matches!(stage, Stage::First(_)) { items.first() } else { items.last() };
+                match element.and_then(|e| lookup(e, path)).filter(|v| !v.is_null()) {
+                    Some(found) => Decoded::Json(found.clone()),
+                    None => return Ok(None),
+                }
+            }
+            Stage::Map(path) => {
+                let items = array_of(&value, "map")?;
+                Decoded::Json(Value::Array(items.iter().filter_map(|e| lookup(e, path)).filter(|v| !v.is_null()).cloned().collect()))
+            }
+            Stage::Add => Decoded::Json(add(array_of(&value, "add")?)?),
         };
     }
     Ok(Some(value))
+}
+
+/// The bytes a stage decodes: decoded bytes, or a string's (kcat writes binary as text where
+/// it is UTF-8).
+fn bytes_of(value: &Decoded, stage: &str) -> Result<Vec<u8>, String> {
+    match value {
+        Decoded::Bytes(bytes) => Ok(bytes.clone()),
+        Decoded::Json(Value::String(s)) => Ok(s.as_bytes().to_vec()),
+        Decoded::Json(other) => Err(format!("{stage} needs bytes or a string, got {}", kind(other))),
+    }
+}
+
+fn array_of<'v>(value: &'v Decoded, stage: &str) -> Result<&'v [Value], String> {
+    match value {
+        Decoded::Json(Value::Array(items)) => Ok(items),
+        Decoded::Json(other) => Err(format!("{stage} needs an array, got {}", kind(other))),
+        Decoded::Bytes(_) => Err(format!("{stage} needs an array, got bytes")),
+    }
+}
+
+/// 1 to 8 bytes as a signed big-endian integer.
+pub fn int_be(bytes: &[u8]) -> Result<i64, String> {
+    if bytes.is_empty() || bytes.len() > 8 {
+        return Err(format!("int_be needs 1 to 8 bytes, got {}", bytes.len()));
+    }
+    // Sign-extended from the first byte, as Java reads a short, int or long.
+    let mut n: i64 = if bytes[0] & 0x80 != 0 { -1 } else { 0 };
+    for &b in bytes {
+        n = (n << 8) | i64::from(b);
+    }
+    Ok(n)
+}
+
+/// Everything a decoder gives, up to `MAX_INFLATED` bytes.
+fn inflate(decoder: impl std::io::Read, what: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    decoder.take(MAX_INFLATED + 1).read_to_end(&mut out).map_err(|e| format!("not {what} data: {e}"))?;
+    if out.len() as u64 > MAX_INFLATED {
+        return Err(format!("{what} data inflates past {} MiB", MAX_INFLATED >> 20));
+    }
+    Ok(out)
+}
+
+/// The sum of numbers: an integer while every one is and it fits, else a float.
+fn add(items: &[Value]) -> Result<Value, String> {
+    let mut int = Some(0i64);
+    let mut float = 0f64;
+    for item in items {
+        let Value::Number(n) = item else { return Err(format!("add needs numbers, got {}", kind(item))) };
+        int = int.zip(n.as_i64()).and_then(|(a, b)| a.checked_add(b));
+        float += n.as_f64().unwrap_or(f64::NAN);
+    }
+    Ok(int.map_or_else(|| Value::from(float), Value::from))
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -322,7 +428,10 @@ fn parse_access(text: &str) -> Result<Access, String> {
     if first.is_empty() {
         return Err("expected a path".into());
     }
-    let (root, path) = if first == "$partition" || first.starts_with("$partition.") {
+    let (root, path) = if let Some(index) = first.strip_prefix("$path[").and_then(|rest| rest.strip_suffix(']')) {
+        let index = index.trim().parse::<i64>().map_err(|_| format!("`{first}`: expected `$path[N]`, N a whole number (-1: the file's name)"))?;
+        (Root::Segment(index), Vec::new())
+    } else if first == "$partition" || first.starts_with("$partition.") {
         let rest = &first["$partition".len()..];
         let name = match parse_path(rest)?.as_slice() {
             [] => None,
@@ -342,17 +451,36 @@ fn parse_access(text: &str) -> Result<Access, String> {
         match segment.trim() {
             "base64" | "@base64d" => stages.push(Stage::Base64),
             "json" | "fromjson" => stages.push(Stage::Json(Vec::new())),
+            "int_be" => stages.push(Stage::IntBe),
+            "inflate" => stages.push(Stage::Inflate),
+            "gunzip" => stages.push(Stage::Gunzip),
+            "first" => stages.push(Stage::First(Vec::new())),
+            "last" => stages.push(Stage::Last(Vec::new())),
+            "add" => stages.push(Stage::Add),
             "" => return Err("an empty stage after `|`".into()),
+            map if map.starts_with("map(") && map.ends_with(')') => stages.push(Stage::Map(parse_path(&map[4..map.len() - 1])?)),
             other => match stages.last_mut() {
-                Some(Stage::Json(path)) => path.extend(parse_path(other)?),
-                _ => return Err(format!("`{other}`: a path after `|` must follow `json` (expected base64, json or a path into JSON)")),
+                Some(Stage::Json(path) | Stage::First(path) | Stage::Last(path)) => path.extend(parse_path(other)?),
+                _ => {
+                    return Err(format!(
+                        "`{other}`: a path after `|` must follow json, first or last (expected base64, json, int_be, inflate, gunzip, first, last, map(path), add or a path into JSON)"
+                    ))
+                }
             },
         }
     }
-    if matches!(root, Root::Partition(_)) && stages.iter().any(|s| matches!(s, Stage::Base64)) {
-        return Err("a partition folder cannot be decoded".into());
+    if !matches!(root, Root::Record) && !stages.is_empty() {
+        return Err("a folder of the input's path is text: it takes no stage".into());
     }
     Ok(Access { root, path, stages })
+}
+
+/// The segment of `path` (split at `/`, empty parts left out) at `index`: from the start,
+/// or from the end when negative.
+pub fn segment(path: &str, index: i64) -> Option<&str> {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let at = if index < 0 { segments.len().checked_sub(index.unsigned_abs() as usize)? } else { index as usize };
+    segments.get(at).copied()
 }
 
 /// A path: `a.b`, `.a."b.c"[0]`, `$.a["b"]`; an empty one (`.`, `$`) is the value itself.
@@ -477,7 +605,7 @@ mod tests {
             ("", "expected a path"),
             (r#"a."b"#, "not closed"),
             ("a[x]", "not an index"),
-            ("a | b", "must follow `json`"),
+            ("a | b", "must follow json"),
             ("a |", "empty stage"),
             ("a[1", "not closed"),
             ("$partition.a.b", "one folder name"),
@@ -542,6 +670,63 @@ mod tests {
         for bad in ["Zm9v!", "Z", "Zm9=v", "Zg===", "Zh=="] {
             assert_eq!(base64_decode(bad.as_bytes()), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn binary_compressed_and_array_stages_decode() {
+        // zlib and gzip data made with Python's zlib.compress and gzip.compress (mtime 0).
+        let record = json!({
+            "bt": "eJyLVkosKNDPyk8q1q/QK0qyMjSyysxTUC9ILUrLL8pVV4oFALpbCts=",
+            "gz": "H4sIAAAAAAACA8tIzcnJBwCGphA2BQAAAA==",
+            "partition": "\u{0}\u{0}\u{0}\u{3}",
+            "deaths": [{"count": 3, "reason": "rejected"}, {"count": 2, "reason": "expired"}, {"reason": "maxlen"}],
+        });
+        let get = |t: &str| FieldExpr::parse(t).unwrap().value_in(&record, &[]);
+        assert_eq!(get("bt | base64 | inflate | json | [0]").unwrap(), Some(Decoded::Json(json!("app/jobs/x.rb:12:in 'perform'"))));
+        assert_eq!(get("gz | base64 | gunzip").unwrap(), Some(Decoded::Bytes(b"hello".to_vec())));
+        assert_eq!(get("partition | int_be").unwrap(), Some(Decoded::Json(json!(3))));
+        assert_eq!(get("deaths | first | reason").unwrap(), Some(Decoded::Json(json!("rejected"))));
+        assert_eq!(get("deaths | last | .reason").unwrap(), Some(Decoded::Json(json!("maxlen"))));
+        assert_eq!(get("deaths | last | count").unwrap(), None, "absent in the last element");
+        assert_eq!(get("deaths | map(count) | add").unwrap(), Some(Decoded::Json(json!(5))));
+        assert_eq!(get("deaths | map(.reason)").unwrap(), Some(Decoded::Json(json!(["rejected", "expired", "maxlen"]))));
+        assert!(get("gz | inflate").unwrap_err().contains("not zlib data"));
+        assert!(get("deaths | map(reason) | add").unwrap_err().contains("add needs numbers"));
+        assert!(get("partition | first").unwrap_err().contains("first needs an array"));
+    }
+
+    #[test]
+    fn big_endian_integers_read_as_java_writes_them() {
+        assert_eq!(int_be(&[0, 0, 0, 3]), Ok(3));
+        assert_eq!(int_be(&[0xff, 0xff, 0xff, 0xfe]), Ok(-2), "a negative int");
+        assert_eq!(int_be(&[0x80]), Ok(-128));
+        // 2026-10-01T00:00:00Z in epoch ms, 1790812800000, as Python's int.to_bytes(8, "big").
+        assert_eq!(int_be(&[0x00, 0x00, 0x01, 0xa0, 0xf4, 0xc2, 0xc4, 0x00]), Ok(1_790_812_800_000));
+        assert_eq!(int_be(&[0xff; 8]), Ok(-1));
+        assert!(int_be(&[]).is_err() && int_be(&[0; 9]).is_err());
+    }
+
+    #[test]
+    fn inflating_stops_at_its_bound() {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&vec![0u8; MAX_INFLATED as usize + 1]).unwrap();
+        let bomb = base64_encode(&z.finish().unwrap());
+        let err = FieldExpr::parse("b | base64 | inflate").unwrap().value_in(&json!({ "b": bomb }), &[]).unwrap_err();
+        assert!(err.contains("inflates past 16 MiB"), "{err}");
+    }
+
+    #[test]
+    fn path_segments_count_from_either_end() {
+        let path = "dumps/deadletters/ORDERS-SUB/2026/1/9/7/0f3a.json";
+        assert_eq!(segment(path, -1), Some("0f3a.json"));
+        assert_eq!(segment(path, -6), Some("ORDERS-SUB"));
+        assert_eq!(segment(path, 0), Some("dumps"));
+        assert_eq!(segment("s3://bucket/c/SUB/x.json", -3), Some("c"));
+        assert_eq!((segment(path, 8), segment(path, -9)), (None, None));
+        assert_eq!(FieldExpr::parse("$path[-6]").unwrap().alternatives[0].root, Root::Segment(-6));
+        assert!(FieldExpr::parse("$path[x]").unwrap_err().contains("expected `$path[N]`"));
+        assert!(FieldExpr::parse("$path[-1] | base64").unwrap_err().contains("takes no stage"));
     }
 
     #[test]

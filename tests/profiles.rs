@@ -210,3 +210,45 @@ fn ids_are_composite_or_the_records_digest() {
     let run = dir.command().args(["rank", "d.jsonl", "--profile", "strict.toml"]).expect_code(0);
     assert!(run.stderr.contains("d.jsonl:2: field `topic` is missing"), "{}", run.stderr);
 }
+
+/// Field expressions decode what frameworks write: big-endian binary headers as kcat prints
+/// them (bytes below 0x20 escaped, the rest raw, so the line is not UTF-8), a sum over an
+/// array of objects, a segment of the input's path; the plan's attempts come out summed.
+#[test]
+fn binary_headers_arrays_and_path_segments_are_read_by_stages() {
+    let dir = Dir::new();
+    // Offset 456 (0x1c8) and 2026-10-01T00:00:00Z (1790812800000 ms = 0x1a0f4c2c400), each
+    // holding a byte at or above 0x80.
+    let mut line = br#"{"topic":"orders-dlt","partition":0,"offset":5,"ts":1,"headers":["kafka_dlt-original-offset","\u0000\u0000\u0000\u0000\u0000\u0000\u0001"#.to_vec();
+    line.push(0xc8);
+    line.extend_from_slice(br#"","kafka_dlt-original-timestamp","\u0000\u0000\u0001"#);
+    line.extend_from_slice(&[0xa0, 0xf4, 0xc2, 0xc4]);
+    line.extend_from_slice(br#"\u0000","e","boom"],"key":"k","payload":"v","deaths":[{"count":2},{"count":3}]}"#);
+    line.push(b'\n');
+    dir.create("SUB-1/d.jsonl", &line);
+    dir.create(
+        "p.toml",
+        r#"name = "t"
+id = 'headers."kafka_dlt-original-offset" | int_be'
+id_type = "scalar"
+time = 'headers."kafka_dlt-original-timestamp" | int_be'
+time_format = "epoch_ms"
+attempts = "deaths | map(count) | add"
+[[signature]]
+name = "e"
+field = "headers.e"
+[[signature]]
+name = "folder"
+field = "$path[-2]"
+"#,
+    );
+    let report = dir.command().args(["rank", "SUB-1/d.jsonl", "--profile", "p.toml", "--format", "json"]).json();
+    assert_eq!(report["rejected"], 0, "{report}");
+    let bucket = &report["buckets"][0];
+    assert_eq!((&bucket["example_id"], &bucket["first_seen"]), (&json!("456"), &json!("2026-10-01T00:00:00Z")));
+    assert_eq!(bucket["signature"], json!({"e": "boom", "folder": "SUB-1"}));
+    dir.create("policy.toml", "clear_all = true\nmax_attempts = 9\n");
+    dir.command().args(["plan", "SUB-1/d.jsonl", "--profile", "p.toml", "--policy", "policy.toml", "-o", "m.jsonl"]).ok();
+    let entry: serde_json::Value = serde_json::from_str(dir.read("m.jsonl").lines().nth(1).unwrap()).unwrap();
+    assert_eq!((&entry["id"], &entry["attempts"]), (&json!("456"), &json!(5)));
+}

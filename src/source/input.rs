@@ -43,11 +43,13 @@ pub(super) struct InputContext {
     pub(super) partition: Vec<(String, String)>,
     /// The input is an aligned S3-sink chunk.
     pub(super) aligned: bool,
+    /// The input's path or URL as found (`$path[N]` reads its segments).
+    pub(super) path: String,
 }
 
 impl InputContext {
     pub(super) fn of(input: &Input) -> InputContext {
-        InputContext { partition: hive_folders(&input.display), aligned: input.aligned.is_some() }
+        InputContext { partition: hive_folders(&input.display), aligned: input.aligned.is_some(), path: input.display.clone() }
     }
 }
 

@@ -144,7 +144,7 @@ impl Piece {
 
 impl Scan<'_> {
     fn rows<'r>(&'r self, input: &'r InputContext) -> Rows<'r> {
-        Rows { layout: self.layout, window: self.window, partition: &input.partition, aligned: input.aligned }
+        Rows { layout: self.layout, window: self.window, partition: &input.partition, path: &input.path, aligned: input.aligned }
     }
 
     fn pieces<'s>(&'s self, opener: &Opener, input: &Input) -> Result<Pieces<'s>> {

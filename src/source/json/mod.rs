@@ -551,7 +551,7 @@ mod tests {
     #[test]
     fn a_chunk_decodes_alike_whether_its_lines_are_read_raw_or_in_full() {
         let layout = crate::source::row::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
-        let rows = Rows { layout: &layout, window: crate::source::input::Window { since: None, until: None }, partition: &[], aligned: false };
+        let rows = Rows { layout: &layout, window: crate::source::input::Window { since: None, until: None }, partition: &[], path: "", aligned: false };
         let line = |id: usize, store: &str, reason: &str, attempts: &str| {
             format!(r#"{{"capture_id":"cap-{id}","store_id":"{store}","stage":"inference","reject_reason":"{reason}","registry_revision":"det-v8.0","capture_timestamp":"2026-10-21T11:29:24Z","attempts":{attempts}}}"#).into_bytes()
         };
@@ -612,7 +612,7 @@ mod tests {
     #[test]
     fn a_chunk_read_in_windows_decodes_as_the_whole_chunk() {
         let layout = crate::source::row::layout::Layout::new(&crate::profile::Profile::load("vision").unwrap());
-        let rows = Rows { layout: &layout, window: crate::source::input::Window { since: None, until: None }, partition: &[], aligned: false };
+        let rows = Rows { layout: &layout, window: crate::source::input::Window { since: None, until: None }, partition: &[], path: "", aligned: false };
         let mut text = BOM.to_vec();
         for i in 0..3000 {
             let store = if i % 50 == 33 { "s".repeat(3000) } else { format!("store-{}", i % 7) };

@@ -13,6 +13,8 @@ use crate::path::{Decoded, FieldExpr, Root, Stage, Step};
 #[derive(Clone, Copy, Default)]
 pub struct RowContext<'r> {
     pub partition: &'r [(String, String)],
+    /// The input's path or URL as found, whose segments `$path[N]` reads.
+    pub path: &'r str,
     pub record: Option<&'r [u8]>,
 }
 
@@ -27,8 +29,11 @@ pub(super) struct FieldAt {
 
 #[derive(Clone, Debug)]
 enum AltAt {
-    Leaf { leaf: usize, stages: Vec<Stage> },
+    /// A leaf and its stages; with the leaf's path when a stage takes whole values, which are
+    /// read from the record's text (a source reads scalars).
+    Leaf { leaf: usize, stages: Vec<Stage>, whole: Option<Vec<Step>> },
     Partition(Option<String>),
+    Segment(i64),
 }
 
 impl FieldAt {
@@ -39,6 +44,7 @@ impl FieldAt {
             .iter()
             .map(|a| match &a.root {
                 Root::Partition(name) => AltAt::Partition(name.clone()),
+                Root::Segment(index) => AltAt::Segment(*index),
                 Root::Record => {
                     let leaf = match leaves.iter().position(|l| *l == a.path) {
                         Some(i) => i,
@@ -47,7 +53,8 @@ impl FieldAt {
                             leaves.len() - 1
                         }
                     };
-                    AltAt::Leaf { leaf, stages: a.stages.clone() }
+                    let whole = a.stages.first().is_some_and(Stage::takes_whole_values).then(|| a.path.clone());
+                    AltAt::Leaf { leaf, stages: a.stages.clone(), whole }
                 }
             })
             .collect();
@@ -57,9 +64,14 @@ impl FieldAt {
     /// The leaf a field is, when it is one path read as it is.
     pub fn plain(&self) -> Option<usize> {
         match self.alternatives.as_slice() {
-            [AltAt::Leaf { leaf, stages }] if stages.is_empty() => Some(*leaf),
+            [AltAt::Leaf { leaf, stages, .. }] if stages.is_empty() => Some(*leaf),
             _ => None,
         }
+    }
+
+    /// Whether a stage of the field takes a whole array or object, read from the record's text.
+    pub fn needs_record(&self) -> bool {
+        self.alternatives.iter().any(|a| matches!(a, AltAt::Leaf { whole: Some(_), .. }))
     }
 }
 
@@ -77,8 +89,8 @@ pub(super) fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowC
     let mut failed = None;
     for alternative in &field.alternatives {
         let cell = match alternative {
-            AltAt::Leaf { leaf, stages } if stages.is_empty() => reborrow(&cells[*leaf]),
-            AltAt::Leaf { leaf, stages } => match decode_cell(&cells[*leaf], stages) {
+            AltAt::Leaf { leaf, stages, .. } if stages.is_empty() => reborrow(&cells[*leaf]),
+            AltAt::Leaf { leaf, stages, whole } => match decode_cell(&cells[*leaf], stages, whole.as_deref(), context) {
                 Ok(cell) => cell,
                 Err(e) => {
                     failed = Some(format!("field `{}`: {e}", field.name));
@@ -90,6 +102,7 @@ pub(super) fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowC
                 None => Cell::Missing,
             },
             AltAt::Partition(None) => crate::timestamp::partition_time(context.partition).map_or(Cell::Missing, Cell::Time),
+            AltAt::Segment(index) => crate::path::segment(context.path, *index).map_or(Cell::Missing, |s| Cell::Str(Cow::Owned(s.to_string()))),
         };
         match cell {
             Cell::Missing | Cell::Null => last = cell,
@@ -115,17 +128,26 @@ fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
         Cell::Nested(kind) => Cell::Nested(kind),
         Cell::Lines(text) => Cell::Lines(Cow::Borrowed(text.as_ref())),
         Cell::Escaped(raw) => Cell::Escaped(raw),
+        Cell::Bytes(bytes) => Cell::Bytes(Cow::Borrowed(bytes.as_ref())),
     }
 }
 
-/// A leaf's value through its stages (base64, JSON inside): a string in, a cell out.
-fn decode_cell(cell: &Cell, stages: &[Stage]) -> Result<Cell<'static>, String> {
-    let text = match cell {
-        Cell::Missing | Cell::Null => return Ok(Cell::Missing),
-        Cell::Str(s) => s,
-        other => return Err(format!("expected a string to decode, got {}", other.kind())),
+/// A leaf's value through its stages: a string, bytes or (for stages that take them, read
+/// from the record's text at `whole`) an array or object in, a cell out.
+fn decode_cell(cell: &Cell, stages: &[Stage], whole: Option<&[Step]>, context: &RowContext) -> Result<Cell<'static>, String> {
+    let value = match (cell, whole) {
+        (Cell::Missing | Cell::Null, _) => return Ok(Cell::Missing),
+        (Cell::Str(s), _) => Decoded::Json(Value::String(s.to_string())),
+        (Cell::Escaped(raw), _) => Decoded::Json(Value::String(super::layout::unescape(raw).into_owned())),
+        (Cell::Bytes(bytes), _) => Decoded::Bytes(bytes.to_vec()),
+        (Cell::Nested(_) | Cell::Lines(_), Some(path)) => {
+            let raw = context.record.and_then(|record| crate::raw_json::lookup(record, path)).ok_or("the record's value was not at hand")?;
+            Decoded::Json(serde_json::from_slice(raw).map_err(|e| format!("not JSON: {e}"))?)
+        }
+        (Cell::Int(v), _) => Decoded::Json(Value::from(*v)),
+        (other, _) => return Err(format!("expected a string to decode, got {}", other.kind())),
     };
-    match crate::path::decode(Decoded::Json(Value::String(text.to_string())), stages)? {
+    match crate::path::decode(value, stages)? {
         None => Ok(Cell::Missing),
         Some(Decoded::Bytes(bytes)) => String::from_utf8(bytes).map(|s| Cell::Str(Cow::Owned(s))).map_err(|_| "decoded bytes are not UTF-8 text".to_string()),
         Some(Decoded::Json(value)) => Ok(Cell::of_json(Some(&value))),

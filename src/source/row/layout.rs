@@ -34,6 +34,9 @@ pub enum Cell<'a> {
     /// An array whose items are all strings, joined by newlines: a stack trace written a
     /// frame an item (Lambda's `stackTrace`). Text to a `stack` field only; an array to the rest.
     Lines(Cow<'a, str>),
+    /// A string whose bytes are not UTF-8 (kcat writes binary header values raw): for a stage
+    /// to decode (`int_be`, `base64`, `inflate`), never text.
+    Bytes(Cow<'a, [u8]>),
 }
 
 impl Cell<'_> {
@@ -47,6 +50,7 @@ impl Cell<'_> {
             Cell::Time(_) => "timestamp",
             Cell::Nested(kind) => kind,
             Cell::Lines(_) => "array",
+            Cell::Bytes(_) => "bytes (not UTF-8 text: decode them with a stage, as `| int_be`)",
         }
     }
 
@@ -63,6 +67,7 @@ impl Cell<'_> {
             Cell::Nested(kind) => Cell::Nested(kind),
             Cell::Lines(text) => Cell::Lines(Cow::Owned(text.into_owned())),
             Cell::Escaped(raw) => Cell::Str(Cow::Owned(unescape(raw).into_owned())),
+            Cell::Bytes(bytes) => Cell::Bytes(Cow::Owned(bytes.into_owned())),
         }
     }
 
@@ -142,6 +147,8 @@ pub struct Layout {
     direct: Option<DirectColumns>,
     classifier: Arc<Classifier>,
     category: CategoryAt,
+    /// A field's stage takes a whole array or object, read from the record's text.
+    whole_values: bool,
 }
 
 /// Positions in the signature values that a bucket's category follows from.
@@ -181,6 +188,8 @@ impl Layout {
             },
         };
         let columns: Vec<String> = leaves.iter().map(|path| path_text(path)).collect();
+        let aux = slots.iter().flat_map(|s| s.aux.iter().flat_map(|(a, b)| [a, b]));
+        let whole_values = id.iter().chain([&time]).chain(&attempts).chain(slots.iter().map(|s| &s.field)).chain(aux).any(FieldAt::needs_record);
         // Every signature field normalised after grouping, every field one top-level leaf, the
         // time RFC 3339: rows can be read from where the fields are (`direct_columns`).
         let top = |f: &FieldAt| f.plain().filter(|&leaf| leaves[leaf].len() == 1);
@@ -217,6 +226,7 @@ impl Layout {
             direct,
             classifier: profile.classifier.clone(),
             category,
+            whole_values,
         }
     }
 
@@ -243,9 +253,10 @@ impl Layout {
         roots
     }
 
-    /// Whether a row's id may be its record's digest (sources then hand over the record).
+    /// Whether a row's id may be its record's digest, or a field's stage takes a whole array
+    /// or object (sources then hand over the record).
     pub fn needs_record(&self) -> bool {
-        self.id_missing == IdMissing::Digest
+        self.id_missing == IdMissing::Digest || self.whole_values
     }
 
     /// Fills `key` with the row's signature parts (per-row normalisers applied, the cheap ones

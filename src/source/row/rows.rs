@@ -98,6 +98,8 @@ pub(in crate::source) struct Rows<'a> {
     pub window: Window,
     /// The input's hive partition folders.
     pub partition: &'a [(String, String)],
+    /// The input's path or URL as found.
+    pub path: &'a str,
     /// The input is an aligned S3-sink chunk.
     pub aligned: bool,
 }
@@ -109,7 +111,7 @@ impl Rows<'_> {
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub fn take<'c>(&self, cells: &'c [Cell<'c>], key: &mut Vec<u8>, dates: &mut DateCache, line: u64, record: Option<&[u8]>, tally: &mut PieceTally, accept: impl FnOnce(&[u8], RowFacts<'c>)) {
-        let context = RowContext { partition: self.partition, record };
+        let context = RowContext { partition: self.partition, path: self.path, record };
         match self.layout.extract(cells, key, dates, &context) {
             Ok(facts) => self.take_facts(key, facts, tally, accept),
             Err(reason) => tally.reject(line, reason),
