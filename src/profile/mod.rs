@@ -382,7 +382,7 @@ fn from_toml_in(text: &str, origin: &str, base: &Path) -> Result<Profile> {
     let time_format = match file.time_format.as_deref() {
         None => TimeFormat::Rfc3339,
         Some(name) => TimeFormat::parse(name).with_context(|| {
-            format!("profile {origin}: unknown time_format `{name}` (expected rfc3339, epoch_s, epoch_ms, epoch_us or epoch_ns)")
+            format!("profile {origin}: unknown time_format `{name}` (expected rfc3339, epoch_s, epoch_ms, epoch_us, epoch_ns, epoch_s_or_ms, or a strftime pattern such as \"%Y-%m-%d %H:%M:%S:%6f Z\")")
         })?,
     };
     for key_field in file.idempotency_key.iter().flatten() {

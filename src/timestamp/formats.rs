@@ -1,5 +1,6 @@
-//! The other ways real dumps write a time: epoch numbers in a stated unit, HTTP-dates (RFC 7231,
-//! as Azure's REST headers write them) and hive partition folders (`dt=2026-11-28/hour=07/`).
+//! The other ways real dumps write a time: epoch numbers in a stated unit (or in a unit the JSON
+//! number's type says), HTTP-dates (RFC 7231, as Azure's REST headers write them), a pattern of
+//! the writer's own, and hive partition folders (`dt=2026-11-28/hour=07/`).
 
 use super::{days_from_civil, days_in_month, digits, parse_rfc3339};
 
@@ -14,6 +15,12 @@ pub enum TimeFormat {
     EpochMs,
     EpochUs,
     EpochNs,
+    /// A number with a fraction is seconds, an integer milliseconds: Sidekiq wrote float
+    /// seconds up to 7.x and integer milliseconds from 8.0, and tells them apart so.
+    EpochSOrMs,
+    /// Text in a pattern of chrono's strftime (`%Y-%m-%d %H:%M:%S:%6f Z`, NServiceBus's
+    /// `TimeOfFailure`); UTC unless the pattern reads an offset (`%z`, `%:z`).
+    Pattern(&'static str),
 }
 
 /// The earliest and latest microseconds a time may be: years 1 to 9999, as RFC 3339 writes.
@@ -28,6 +35,9 @@ impl TimeFormat {
             "epoch_ms" => TimeFormat::EpochMs,
             "epoch_us" => TimeFormat::EpochUs,
             "epoch_ns" => TimeFormat::EpochNs,
+            "epoch_s_or_ms" => TimeFormat::EpochSOrMs,
+            // A profile's pattern lives as long as the process: kept once, by name.
+            pattern if pattern.contains('%') => TimeFormat::Pattern(Box::leak(pattern.to_string().into_boxed_str())),
             _ => return None,
         })
     }
@@ -39,13 +49,16 @@ impl TimeFormat {
             TimeFormat::EpochMs => "epoch_ms",
             TimeFormat::EpochUs => "epoch_us",
             TimeFormat::EpochNs => "epoch_ns",
+            TimeFormat::EpochSOrMs => "epoch_s_or_ms",
+            TimeFormat::Pattern(pattern) => pattern,
         }
     }
 
-    /// Units of this format in a second (none for text).
+    /// Units of this format in a second (none for text; an integer's for `EpochSOrMs`).
     fn per_second(self) -> Option<i64> {
         match self {
-            TimeFormat::Rfc3339 => None,
+            TimeFormat::Rfc3339 | TimeFormat::Pattern(_) => None,
+            TimeFormat::EpochSOrMs => Some(1_000),
             TimeFormat::EpochS => Some(1),
             TimeFormat::EpochMs => Some(1_000),
             TimeFormat::EpochUs => Some(1_000_000),
@@ -55,6 +68,9 @@ impl TimeFormat {
 
     /// A time written as text: RFC 3339 or an HTTP-date, or the epoch number the format says.
     pub fn parse_text(self, text: &str) -> Option<i64> {
+        if let TimeFormat::Pattern(pattern) = self {
+            return parse_pattern(text.trim(), pattern);
+        }
         match self.per_second() {
             None => parse_rfc3339(text).or_else(|| parse_http_date(text)),
             Some(_) => {
@@ -79,9 +95,19 @@ impl TimeFormat {
 
     /// A number with a fraction in this format's unit, as microseconds (rounded down).
     pub fn from_float(self, value: f64) -> Option<i64> {
-        let micros = (value * 1_000_000.0 / self.per_second()? as f64).floor();
+        let per_second = if self == TimeFormat::EpochSOrMs { 1 } else { self.per_second()? };
+        let micros = (value * 1_000_000.0 / per_second as f64).floor();
         (micros.is_finite() && micros >= MIN_MICROS as f64 && micros <= MAX_MICROS as f64).then_some(micros as i64)
     }
+}
+
+/// Text read with a strftime pattern: with an offset when the pattern has one, else as UTC.
+fn parse_pattern(text: &str, pattern: &str) -> Option<i64> {
+    let micros = match chrono::DateTime::parse_from_str(text, pattern) {
+        Ok(t) => t.timestamp_micros(),
+        Err(_) => chrono::NaiveDateTime::parse_from_str(text, pattern).ok()?.and_utc().timestamp_micros(),
+    };
+    (MIN_MICROS..=MAX_MICROS).contains(&micros).then_some(micros)
 }
 
 const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -178,6 +204,33 @@ pub fn partition_time(folders: &[(String, String)]) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::format_micros;
+
+    #[test]
+    fn numbers_typed_by_json_and_patterns_of_the_writers_own() {
+        let f = TimeFormat::parse("epoch_s_or_ms").unwrap();
+        // Sidekiq 7: float seconds; Sidekiq 8: integer milliseconds; the same instant.
+        assert_eq!(f.from_float(1_790_812_800.5).map(format_micros).as_deref(), Some("2026-10-01T00:00:00.500Z"));
+        assert_eq!(f.from_int(1_790_812_800_500).map(format_micros).as_deref(), Some("2026-10-01T00:00:00.500Z"));
+        assert_eq!(f.parse_text("1790812800.5"), f.parse_text("1790812800500"));
+        // NServiceBus's TimeOfFailure, `yyyy-MM-dd HH:mm:ss:ffffff Z`.
+        let nsb = TimeFormat::parse("%Y-%m-%d %H:%M:%S:%6f Z").unwrap();
+        assert_eq!(nsb.parse_text("2026-10-01 12:34:56:123456 Z").map(format_micros).as_deref(), Some("2026-10-01T12:34:56.123456Z"));
+        assert_eq!(nsb.name(), "%Y-%m-%d %H:%M:%S:%6f Z");
+        assert_eq!(nsb.parse_text("2026-10-01T12:34:56Z"), None);
+        let zoned = TimeFormat::parse("%d/%m/%Y %H:%M %z").unwrap();
+        assert_eq!(zoned.parse_text("01/10/2026 14:00 +0200").map(format_micros).as_deref(), Some("2026-10-01T12:00:00Z"));
+        assert_eq!(TimeFormat::parse("epoch_minutes"), None);
+    }
+
+    #[test]
+    fn seven_fraction_digits_read_as_dotnet_and_azure_write_them() {
+        // MassTransit's "O" format and Event Grid's publishTime: 100 ns ticks, kept to the µs.
+        assert_eq!(parse_rfc3339("2026-10-01T12:34:56.1234567Z").map(format_micros).as_deref(), Some("2026-10-01T12:34:56.123456Z"));
+        assert_eq!(parse_rfc3339("2026-10-01T12:34:56.1234567+00:00"), parse_rfc3339("2026-10-01T12:34:56.123456Z"));
+        assert_eq!(parse_rfc3339("2026-10-01T12:34:56.1Z").map(format_micros).as_deref(), Some("2026-10-01T12:34:56.100Z"));
+    }
+
     use super::*;
 
     fn rfc(s: &str) -> i64 {
