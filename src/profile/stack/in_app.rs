@@ -1,5 +1,5 @@
 //! Which frames are the application's own: a profile's patterns, else each language's
-//! standard library and common frameworks are not (Sentry's in-app rule).
+//! standard library and common frameworks (Ruby's gems) are not (Sentry's in-app rule).
 
 use super::{Frame, Language};
 
@@ -22,6 +22,8 @@ const DOTNET: [&str; 5] = ["System.", "Microsoft.", "Newtonsoft.", "Npgsql.", "P
 // `/var/runtime/` is AWS Lambda's runtime, in every language.
 const PYTHON_PATHS: [&str; 7] = ["site-packages", "dist-packages", "/lib/python", "\\lib\\", "<frozen", "importlib", "/var/runtime/"];
 const NODE_PATHS: [&str; 4] = ["node_modules", "node:", "internal/", "/var/runtime/"];
+// Gems (bundled or not) and Ruby's own library.
+const RUBY_PATHS: [&str; 6] = ["/gems/", "/bundle/", "/rubygems", "/lib/ruby/", "<internal:", "/vendor/ruby/"];
 
 impl InApp {
     pub fn contains(&self, language: Language, frame: &Frame) -> bool {
@@ -38,6 +40,7 @@ impl InApp {
             Language::DotNet => !DOTNET.iter().any(|p| name.starts_with(p)),
             Language::Python => !PYTHON_PATHS.iter().any(|p| frame.file.contains(p)),
             Language::Node => !frame.file.is_empty() && !NODE_PATHS.iter().any(|p| frame.file.contains(p)),
+            Language::Ruby => !RUBY_PATHS.iter().any(|p| frame.file.contains(p)),
             // The standard library's packages have no dot in their first path element
             // (`runtime`, `net/http`); the application's are `main` or a module path.
             Language::Go => {

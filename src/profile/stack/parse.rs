@@ -1,5 +1,6 @@
 //! Stack traces as the runtimes print them, read into exceptions and frames: Java (with
-//! `Caused by:` and `... N more`), Python (chained tracebacks), Node, Go panics and .NET.
+//! `Caused by:` and `... N more`), Python (chained tracebacks), Node, Go panics, .NET and Ruby
+//! (backtrace lines, as Sidekiq keeps them, or `full_message`'s `from` lines).
 //! Line numbers and addresses are read past, never kept: they change with every build.
 
 /// One frame: the code's module (class, package or file stem) and function, its file when
@@ -36,6 +37,7 @@ pub enum Language {
     Node,
     Go,
     DotNet,
+    Ruby,
 }
 
 /// A trace's language and its root cause: the innermost exception (Java's last `Caused by:`,
@@ -49,6 +51,8 @@ pub fn root_cause(trace: &str) -> Option<(Language, Exception<'_>)> {
         python(&lines).map(|e| (Language::Python, e))
     } else if first.starts_with("panic: ") || lines.iter().any(|l| l.starts_with("goroutine ") && l.ends_with("]:")) {
         go(&lines).map(|e| (Language::Go, e))
+    } else if ruby_frame(first.strip_prefix("from ").unwrap_or(first)).is_some() {
+        ruby(&lines).map(|e| (Language::Ruby, e))
     } else {
         at_frames(&lines)
     };
@@ -253,6 +257,49 @@ fn python<'a>(lines: &[&'a str]) -> Option<Exception<'a>> {
     }
     frames.reverse();
     Some(Exception { kind: "", message: "", frames })
+}
+
+/// Ruby: backtrace lines, nearest the raise first (`app/jobs/hard_job.rb:12:in 'perform'`, before
+/// Ruby 3.4 with a backquote; from 3.4 with the class: `'HardJob#perform'`), as Sidekiq keeps
+/// them; or `full_message`: the first line ends `: message (Class)`, the rest start `from `.
+fn ruby<'a>(lines: &[&'a str]) -> Option<Exception<'a>> {
+    let mut exception = Exception::default();
+    for line in lines.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
+        let line = line.strip_prefix("from ").unwrap_or(line);
+        let (frame, rest) = ruby_frame(line)?;
+        if exception.frames.is_empty() {
+            // `…:in 'perform': boom (RuntimeError)`
+            if let Some((message, kind)) = rest.strip_prefix(": ").and_then(|r| r.strip_suffix(')')).and_then(|r| r.rsplit_once(" (")) {
+                exception.kind = kind;
+                exception.message = message;
+            }
+        }
+        exception.frames.push(frame);
+    }
+    Some(exception)
+}
+
+/// One Ruby frame `file:line:in 'label'` and what follows it on the line. The label's class
+/// (`HardJob#perform`, `Foo.bar`) is the module, else the file's stem; `block in`, `rescue in`
+/// and `ensure in` are read past.
+fn ruby_frame(line: &str) -> Option<(Frame<'_>, &str)> {
+    let (location, label) = line.split_once(":in ")?;
+    let (file, number) = location.rsplit_once(':')?;
+    if file.is_empty() || number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let quote = label.chars().next().filter(|c| matches!(c, '`' | '\''))?;
+    let (label, rest) = label[quote.len_utf8()..].split_once('\'')?;
+    let mut name = label;
+    while let Some((_, inner)) = ["block (", "block in ", "rescue in ", "ensure in "].iter().find(|p| name.starts_with(**p)).and_then(|_| name.split_once(" in ")) {
+        name = inner;
+    }
+    let stem = file.rsplit('/').next().unwrap_or(file).trim_end_matches(".rb");
+    let (module, function) = match name.rsplit_once(['#', '.']) {
+        Some((class, method)) => (class.to_string(), method.to_string()),
+        None => (stem.to_string(), name.to_string()),
+    };
+    Some((Frame { module, function, file, source: "", raw: line }, rest))
 }
 
 /// Go: `panic: message`, then the panicking goroutine's frames (a function line, then its file

@@ -286,3 +286,26 @@ fn modern_dotnet_suppressed_causes_go_generics_and_node_codes() {
     let node = "TypeError [ERR_INVALID_ARG_TYPE]: The \"path\" argument must be of type string\n    at readFile (/app/io.js:1:2)";
     assert_eq!(signature(node), "TypeError at io.readFile");
 }
+
+#[test]
+fn ruby_backtraces_as_sidekiq_keeps_them_and_as_full_message_prints_them() {
+    // Sidekiq's error_backtrace (Ruby 3.3: a backquote opens the label): gems are not the app's.
+    let sidekiq = "/app/app/services/billing/charge.rb:41:in `call'\n\
+        /app/app/jobs/charge_job.rb:12:in `block in perform'\n\
+        /usr/local/bundle/gems/activerecord-7.1.3/lib/active_record/transactions.rb:346:in `transaction'\n\
+        /app/app/jobs/charge_job.rb:9:in `perform'\n\
+        /usr/local/bundle/gems/sidekiq-7.2.0/lib/sidekiq/processor.rb:202:in `execute_job'";
+    // The first three of the app's frames (the block and its method are two).
+    assert_eq!(signature(sidekiq), "? at charge.call, charge_job.perform, charge_job.perform");
+    // Ruby 3.4 quotes labels with the class, and other line numbers are the same frames.
+    let ruby34 = "/app/app/services/billing/charge.rb:44:in 'Billing::Charge#call'\n\
+        /app/app/jobs/charge_job.rb:12:in 'block in ChargeJob#perform'\n\
+        /usr/local/bundle/gems/sidekiq-8.0.1/lib/sidekiq/processor.rb:210:in 'Sidekiq::Processor#execute_job'";
+    assert_eq!(signature(ruby34), "? at Billing::Charge.call, ChargeJob.perform");
+    // full_message: the first line carries the message and the class; `from` lines follow.
+    let full = "app/jobs/x.rb:12:in 'perform': boom (RuntimeError)\n\tfrom app/jobs/x.rb:3:in 'run'\n\tfrom /usr/lib/ruby/3.4.0/set.rb:9:in 'each'";
+    assert_eq!(signature(full), "RuntimeError at x.perform, x.run");
+    // Only gems and Ruby's library: those frames, as nothing else is there.
+    assert_eq!(signature("/usr/local/bundle/gems/redis-5.0/lib/redis.rb:8:in `call'"), "? at redis.call");
+    assert_ne!(signature(sidekiq), signature("/app/app/jobs/refund_job.rb:7:in `perform'"));
+}
