@@ -32,6 +32,15 @@ pub struct Origin {
     /// Its offset there: a key's messages are replayed in offset order (`execute --ordered`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<String>,
+    /// A field saying how the value is written: where it reads `base64`, the value is decoded
+    /// from base64, else taken as it is (RabbitMQ's management API: `payload_encoding`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_encoding: Option<String>,
+    /// The broker's own properties of the message, an object (AMQP's content type, message id,
+    /// delivery mode, headers, …), kept for a broker target; its `headers` member without those
+    /// `headers_exclude` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<String>,
     /// Headers left out of a replay by name prefix (those the dead-letter reporter added).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers_exclude: Vec<String>,
@@ -62,7 +71,7 @@ impl Origin {
     /// Every expression parses and reads the record (a partition folder is no origin).
     pub fn check(&self) -> Result<(), String> {
         let aligned = self.aligned.iter().flat_map(|a| [&a.key, &a.value]);
-        let fields = [&self.topic, &self.key, &self.value, &self.headers, &self.partition, &self.offset];
+        let fields = [&self.topic, &self.key, &self.value, &self.headers, &self.partition, &self.offset, &self.value_encoding, &self.properties];
         for text in fields.into_iter().chain(aligned).flatten() {
             let expr = FieldExpr::parse(text).map_err(|e| format!("origin: {e}"))?;
             if expr.alternatives.iter().any(|a| a.root != Root::Record) {
@@ -83,6 +92,8 @@ impl Origin {
             headers: parse(self.headers.as_ref()),
             partition: parse(self.partition.as_ref()),
             offset: parse(self.offset.as_ref()),
+            value_encoding: parse(self.value_encoding.as_ref()),
+            properties: parse(self.properties.as_ref()),
             exclude: self.headers_exclude.clone(),
         }
     }
@@ -96,6 +107,8 @@ pub struct OriginExprs {
     pub headers: Option<FieldExpr>,
     pub partition: Option<FieldExpr>,
     pub offset: Option<FieldExpr>,
+    pub value_encoding: Option<FieldExpr>,
+    pub properties: Option<FieldExpr>,
     exclude: Vec<String>,
 }
 
@@ -110,6 +123,8 @@ pub struct Resolved {
     pub headers: Vec<(String, Option<Vec<u8>>)>,
     /// Where it stood among its key's messages (kept for keyed messages only).
     pub position: Position,
+    /// The broker's own properties of the message (an object), where the profile names them.
+    pub properties: Option<Value>,
 }
 
 /// Where a message stood when it was first written, by which a key's messages are put back in
@@ -179,6 +194,21 @@ impl OriginExprs {
                 Some(found) => Payload::Bytes(found.into_bytes()),
                 None => Payload::Null,
             };
+            if let (Some(encoding), Payload::Bytes(bytes)) = (&self.value_encoding, &out.value) {
+                let base64 = value_of(encoding, record)?.is_some_and(|e| e.into_bytes().eq_ignore_ascii_case(b"base64"));
+                if base64 {
+                    let decoded = crate::path::base64_decode(bytes).ok_or_else(|| format!("origin field `{}`: not valid base64", value.text))?;
+                    out.value = Payload::Bytes(decoded);
+                }
+            }
+        }
+        if let Some(properties) = &self.properties {
+            if let Some(Decoded::Json(Value::Object(mut map))) = value_of(properties, record)? {
+                if let Some(Value::Object(headers)) = map.get_mut("headers") {
+                    headers.retain(|name, _| !self.exclude.iter().any(|p| name.starts_with(p.as_str())));
+                }
+                out.properties = Some(Value::Object(map));
+            }
         }
         if let Some(headers) = &self.headers {
             if let Some(raw) = headers.alternatives.iter().find_map(|a| raw_json::lookup(record, &a.path)) {
@@ -258,6 +288,9 @@ impl Resolved {
         }
         let headers = self.headers.iter().map(|(k, v)| Value::Array(vec![Value::String(k.clone()), v.as_deref().map_or(Value::Null, bytes_json)]));
         map.insert("headers".into(), Value::Array(headers.collect()));
+        if let Some(properties) = &self.properties {
+            map.insert("properties".into(), properties.clone());
+        }
         if self.key.is_some() {
             let Position { partition, offset, time } = self.position;
             for (name, number) in [("partition", partition), ("offset", offset)] {
@@ -306,7 +339,12 @@ impl Resolved {
             Some(_) => return Err("origin time must be an RFC 3339 timestamp".into()),
         };
         let position = Position { partition: number("partition")?, offset: number("offset")?, time };
-        Ok(Resolved { topic, key, value, headers, position })
+        let properties = match map.get("properties") {
+            None | Some(Value::Null) => None,
+            Some(p @ Value::Object(_)) => Some(p.clone()),
+            Some(_) => return Err("origin properties must be an object".into()),
+        };
+        Ok(Resolved { topic, key, value, headers, position, properties })
     }
 }
 
@@ -397,6 +435,28 @@ mod tests {
         assert!(unkeyed.to_json().get("offset").is_none());
         let bad = origin.exprs(false).resolve(br#"{"k":"a","o":"12x"}"#, &mut seen).unwrap_err();
         assert!(bad.contains("origin field `o`: not a whole number"), "{bad}");
+    }
+
+    #[test]
+    fn a_payload_decoded_as_its_encoding_field_says_and_properties_kept() {
+        // RabbitMQ's management API: `payload_encoding` says "string" or "base64".
+        let origin = Origin {
+            value: Some("payload".into()),
+            value_encoding: Some("payload_encoding".into()),
+            properties: Some("properties".into()),
+            headers_exclude: vec!["x-death".into(), "x-first-death-".into()],
+            ..Origin::default()
+        };
+        let mut seen = Seen::default();
+        let text = origin.exprs(false).resolve(br#"{"payload":"aGk=","payload_encoding":"string"}"#, &mut seen).unwrap();
+        assert_eq!(text.value, Payload::Bytes(b"aGk=".to_vec()));
+        let line = br#"{"payload":"aGk=","payload_encoding":"base64","properties":{"delivery_mode":2,"headers":{"x-death":[{"count":1}],"x-first-death-queue":"q","tenant":"eu"}}}"#;
+        let binary = origin.exprs(false).resolve(line, &mut seen).unwrap();
+        assert_eq!(binary.value, Payload::Bytes(b"hi".to_vec()));
+        assert_eq!(binary.properties, Some(serde_json::json!({"delivery_mode": 2, "headers": {"tenant": "eu"}})));
+        assert_eq!(Resolved::from_json(&binary.to_json()).unwrap(), binary);
+        let bad = origin.exprs(false).resolve(br#"{"payload":"%%","payload_encoding":"base64"}"#, &mut seen).unwrap_err();
+        assert!(bad.contains("not valid base64"), "{bad}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //!         | "inflate" | "gunzip"            zlib or gzip data to the bytes it holds
 //!         | "first" | "last"                an array's first or last element
 //!         | "map(" path ")" | "add"         each element's path; the sum of numbers
+//!         | "segment(" integer ")"           a segment of a path or URL held in a string
 //!         | path                            into the value (after json, first or last)
 //! path   := "$partition" ( "." name )?      a hive folder of the input (`dt=2026-11-28/`)
 //!         | "$path[" integer "]"            a segment of the input's path: 0 the first,
@@ -57,6 +58,9 @@ pub enum Stage {
     Map(Vec<Step>),
     /// The sum of an array of numbers (`x-death | map(count) | add`).
     Add,
+    /// A segment of a path or URL held in a string, split at `/` (a query `?…` cut first):
+    /// MassTransit's `rabbitmq://host/vhost/orders` input address names its exchange last.
+    Segment(i64),
 }
 
 impl Stage {
@@ -217,6 +221,14 @@ pub fn decode(mut value: Decoded, stages: &[Stage]) -> Result<Option<Decoded>, S
                 Decoded::Json(Value::Array(items.iter().filter_map(|e| lookup(e, path)).filter(|v| !v.is_null()).cloned().collect()))
             }
             Stage::Add => Decoded::Json(add(array_of(&value, "add")?)?),
+            Stage::Segment(index) => {
+                let text = String::from_utf8_lossy(&bytes_of(&value, "segment")?).into_owned();
+                let path = text.split(['?', '#']).next().unwrap_or_default();
+                match segment(path, *index) {
+                    Some(found) => Decoded::Json(Value::String(found.to_string())),
+                    None => return Ok(None),
+                }
+            }
         };
     }
     Ok(Some(value))
@@ -459,11 +471,15 @@ fn parse_access(text: &str) -> Result<Access, String> {
             "add" => stages.push(Stage::Add),
             "" => return Err("an empty stage after `|`".into()),
             map if map.starts_with("map(") && map.ends_with(')') => stages.push(Stage::Map(parse_path(&map[4..map.len() - 1])?)),
+            cut if cut.starts_with("segment(") && cut.ends_with(')') => {
+                let index = cut[8..cut.len() - 1].trim().parse().map_err(|_| format!("`{cut}`: expected segment(N), N a whole number (-1: the last)"))?;
+                stages.push(Stage::Segment(index));
+            }
             other => match stages.last_mut() {
                 Some(Stage::Json(path) | Stage::First(path) | Stage::Last(path)) => path.extend(parse_path(other)?),
                 _ => {
                     return Err(format!(
-                        "`{other}`: a path after `|` must follow json, first or last (expected base64, json, int_be, inflate, gunzip, first, last, map(path), add or a path into JSON)"
+                        "`{other}`: a path after `|` must follow json, first or last (expected base64, json, int_be, inflate, gunzip, first, last, map(path), add, segment(N) or a path into JSON)"
                     ))
                 }
             },
@@ -693,6 +709,11 @@ mod tests {
         assert!(get("gz | inflate").unwrap_err().contains("not zlib data"));
         assert!(get("deaths | map(reason) | add").unwrap_err().contains("add needs numbers"));
         assert!(get("partition | first").unwrap_err().contains("first needs an array"));
+        let address = json!({"a": "rabbitmq://broker:5672/shop/orders?temporary=false"});
+        let cut = |t: &str| FieldExpr::parse(t).unwrap().value_in(&address, &[]).unwrap();
+        assert_eq!(cut("a | segment(-1)"), Some(Decoded::Json(json!("orders"))));
+        assert_eq!(cut("a | segment(-2)"), Some(Decoded::Json(json!("shop"))));
+        assert_eq!(cut("a | segment(9)"), None);
     }
 
     #[test]

@@ -150,6 +150,7 @@ fn from_record(record: &Value, origin: &Origin) -> Resolved {
         },
         headers,
         position: Default::default(),
+        properties: None,
     }
 }
 
