@@ -22,6 +22,9 @@ pub fn is_document(head: &[u8]) -> bool {
     }
     let line = match head[s..].iter().position(|&b| b == b'\n') {
         Some(nl) => &head[s..s + nl],
+        // An array of objects, however long its first line: no line of JSON-lines records is
+        // an array (`rabbitmqadmin -f raw_json get` writes a hundred messages on one line).
+        None if head[s] == b'[' => return head.get(raw_json::skip_ws(head, s + 1)) == Some(&b'{'),
         // A first line longer than the head says nothing: read as lines.
         None if head.len() >= HEAD_LIMIT => return false,
         None => &head[s..],
@@ -93,6 +96,16 @@ fn records(value: &[u8]) -> Option<Vec<&[u8]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_compact_array_of_objects_is_a_document() {
+        let long: Vec<u8> = [b"[{\"a\":\"".to_vec(), vec![b'x'; HEAD_LIMIT + 10]].concat();
+        assert!(is_document(&long));
+        assert!(is_document(&long[..100]), "a head cut inside the first line");
+        let lines: Vec<u8> = [b"{\"a\":\"".to_vec(), vec![b'x'; HEAD_LIMIT + 10]].concat();
+        assert!(!is_document(&lines), "a long JSON-lines record is not");
+        assert!(!is_document(b"[1,2,3"), "an array of numbers is not");
+    }
 
     #[test]
     fn documents_are_told_from_lines() {
