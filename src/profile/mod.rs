@@ -346,9 +346,7 @@ fn from_toml_in(text: &str, origin: &str, base: &Path) -> Result<Profile> {
         if stack_options && !matches!(normalizer, Normalizer::Stack(_)) {
             bail!("profile {origin}: field `{}`: frames, in_app and not_in_app apply to normalize = \"stack\" only", s.field);
         }
-        if s.frames == Some(0) {
-            bail!("profile {origin}: field `{}`: frames must be 1 or more", s.field);
-        }
+
         let Some(field_type) = FieldType::parse(&s.field_type) else {
             bail!("profile {origin}: field `{}`: unknown type `{}` (expected string or scalar)", s.field, s.field_type);
         };

@@ -107,8 +107,12 @@ impl StackRules {
         Some((root, chosen))
     }
 
+    /// `Type at module.function, …`; the type alone where no frame is asked for (`frames = 0`).
     fn name(&self, root: &Exception, chosen: &[Frame]) -> String {
         let kind = if root.kind.is_empty() { "?" } else { root.kind };
+        if chosen.is_empty() {
+            return kind.to_string();
+        }
         let mut out = format!("{kind} at ");
         for (i, frame) in chosen.iter().enumerate() {
             if i > 0 {

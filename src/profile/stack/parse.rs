@@ -279,9 +279,9 @@ fn ruby<'a>(lines: &[&'a str]) -> Option<Exception<'a>> {
     Some(exception)
 }
 
-/// One Ruby frame `file:line:in 'label'` and what follows it on the line. The label's class
-/// (`HardJob#perform`, `Foo.bar`) is the module, else the file's stem; `block in`, `rescue in`
-/// and `ensure in` are read past.
+/// One Ruby frame `file:line:in 'label'` and what follows it on the line, as `file_stem.method`
+/// (a label's class, which Ruby 3.4 adds, `'HardJob#perform'`, is left out, so a frame is named
+/// alike before and after the upgrade); `block in`, `rescue in` and `ensure in` are read past.
 fn ruby_frame(line: &str) -> Option<(Frame<'_>, &str)> {
     let (location, label) = line.split_once(":in ")?;
     let (file, number) = location.rsplit_once(':')?;
@@ -295,11 +295,8 @@ fn ruby_frame(line: &str) -> Option<(Frame<'_>, &str)> {
         name = inner;
     }
     let stem = file.rsplit('/').next().unwrap_or(file).trim_end_matches(".rb");
-    let (module, function) = match name.rsplit_once(['#', '.']) {
-        Some((class, method)) => (class.to_string(), method.to_string()),
-        None => (stem.to_string(), name.to_string()),
-    };
-    Some((Frame { module, function, file, source: "", raw: line }, rest))
+    let method = name.rsplit_once(['#', '.']).map_or(name, |(_, method)| method);
+    Some((Frame { module: stem.to_string(), function: method.to_string(), file, source: "", raw: line }, rest))
 }
 
 /// Go: `panic: message`, then the panicking goroutine's frames (a function line, then its file

@@ -297,15 +297,23 @@ fn ruby_backtraces_as_sidekiq_keeps_them_and_as_full_message_prints_them() {
         /usr/local/bundle/gems/sidekiq-7.2.0/lib/sidekiq/processor.rb:202:in `execute_job'";
     // The first three of the app's frames (the block and its method are two).
     assert_eq!(signature(sidekiq), "? at charge.call, charge_job.perform, charge_job.perform");
-    // Ruby 3.4 quotes labels with the class, and other line numbers are the same frames.
+    // Ruby 3.4 quotes labels with the class: the same frames, named alike.
     let ruby34 = "/app/app/services/billing/charge.rb:44:in 'Billing::Charge#call'\n\
         /app/app/jobs/charge_job.rb:12:in 'block in ChargeJob#perform'\n\
         /usr/local/bundle/gems/sidekiq-8.0.1/lib/sidekiq/processor.rb:210:in 'Sidekiq::Processor#execute_job'";
-    assert_eq!(signature(ruby34), "? at Billing::Charge.call, ChargeJob.perform");
+    assert_eq!(signature(ruby34), "? at charge.call, charge_job.perform");
     // full_message: the first line carries the message and the class; `from` lines follow.
     let full = "app/jobs/x.rb:12:in 'perform': boom (RuntimeError)\n\tfrom app/jobs/x.rb:3:in 'run'\n\tfrom /usr/lib/ruby/3.4.0/set.rb:9:in 'each'";
     assert_eq!(signature(full), "RuntimeError at x.perform, x.run");
     // Only gems and Ruby's library: those frames, as nothing else is there.
     assert_eq!(signature("/usr/local/bundle/gems/redis-5.0/lib/redis.rb:8:in `call'"), "? at redis.call");
     assert_ne!(signature(sidekiq), signature("/app/app/jobs/refund_job.rb:7:in `perform'"));
+}
+
+#[test]
+fn no_frames_asked_is_the_root_causes_type_alone() {
+    let rules = StackRules::new(0, InApp::default());
+    assert_eq!(rules.signature(KAFKA_CONNECT), "io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException");
+    // A class name alone (a header that holds only it) reads as the same type.
+    assert_eq!(rules.signature("io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException"), rules.signature(KAFKA_CONNECT));
 }
