@@ -8,15 +8,25 @@ use crate::path::FieldExpr;
 use crate::timestamp::TimeFormat;
 
 /// Every built-in profile's name, in the order `--help` lists them.
-pub const BUILT_IN: [&str; 7] = ["vision", "envelope", "kafka-connect", "lambda", "sqs", "pubsub", "servicebus"];
+pub const BUILT_IN: [&str; 14] = [
+    "vision", "envelope", "kafka-connect", "lambda", "sqs", "pubsub", "servicebus", "spring-kafka", "rabbitmq", "sidekiq", "eventbridge", "eventgrid",
+    "nservicebus", "masstransit",
+];
 
 /// The TOML text of the built-in profiles that are files.
-const FILES: [(&str, &str); 5] = [
+const FILES: [(&str, &str); 12] = [
     ("kafka-connect", include_str!("../../profiles/kafka-connect.toml")),
     ("lambda", include_str!("../../profiles/lambda.toml")),
     ("sqs", include_str!("../../profiles/sqs.toml")),
     ("pubsub", include_str!("../../profiles/pubsub.toml")),
     ("servicebus", include_str!("../../profiles/servicebus.toml")),
+    ("spring-kafka", include_str!("../../profiles/spring-kafka.toml")),
+    ("rabbitmq", include_str!("../../profiles/rabbitmq.toml")),
+    ("sidekiq", include_str!("../../profiles/sidekiq.toml")),
+    ("eventbridge", include_str!("../../profiles/eventbridge.toml")),
+    ("eventgrid", include_str!("../../profiles/eventgrid.toml")),
+    ("nservicebus", include_str!("../../profiles/nservicebus.toml")),
+    ("masstransit", include_str!("../../profiles/masstransit.toml")),
 ];
 
 /// A built-in profile by name.
