@@ -56,6 +56,12 @@ use super::{UsageError, EXIT_ALERT, EXIT_UNFINISHED};
 ///       when all in-sync replicas acknowledged it.
 ///   sqs://QUEUE-NAME  SendMessageBatch with the standard AWS credentials and endpoint;
 ///       FIFO queues deduplicate on the idempotency key and group by the origin key.
+///   amqp://USER:PASSWORD@HOST:PORT/VHOST[/EXCHANGE]  published to the origin exchange (or
+///       EXCHANGE; else the default exchange) with the origin key as routing key, persistent,
+///       the original properties and headers kept plus dlqf-idempotency-key; done when the
+///       broker confirms it; unroutable or a missing exchange is the broker's setup.
+///   redis://HOST:PORT/DB[/QUEUE]  a Sidekiq job pushed back on its queue as Sidekiq's retry
+///       does (retry_count one less, enqueued_at now, the queue added to `queues`).
 /// Quarantine: file:PATH, http(s)://URL, kafka://HOST:PORT/TOPIC or sqs://QUEUE-NAME.
 ///
 /// Canary: --canary N sends at most N entries per signature and holds the rest for the next
@@ -86,7 +92,8 @@ pub struct Args {
     manifest: Location,
 
     /// Where replayed messages go: http(s)://…, exec:CMD ARG…, file:PATH,
-    /// kafka://HOST:PORT[,…][/TOPIC] or sqs://QUEUE-NAME.
+    /// kafka://HOST:PORT[,…][/TOPIC], sqs://QUEUE-NAME, amqp://…/VHOST[/EXCHANGE] or
+    /// redis://HOST:PORT/DB[/QUEUE].
     #[arg(long, value_name = "TARGET")]
     target: String,
 

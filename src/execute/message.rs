@@ -24,6 +24,8 @@ pub struct Message<'a> {
     pub headers: Vec<(String, Option<Vec<u8>>)>,
     /// The payload is the whole record: the profile names no payload field.
     pub whole_record: bool,
+    /// The broker's own properties of the message (an object), where the profile kept them.
+    pub properties: Option<Value>,
 }
 
 impl<'a> Message<'a> {
@@ -39,7 +41,17 @@ impl<'a> Message<'a> {
             Payload::Null => None,
             Payload::Bytes(bytes) => Some(bytes),
         };
-        Ok(Message { key: &entry.key, id: &entry.id, record: &entry.record, payload, topic: resolved.topic, origin_key: resolved.key, headers: resolved.headers, whole_record })
+        Ok(Message {
+            key: &entry.key,
+            id: &entry.id,
+            record: &entry.record,
+            payload,
+            topic: resolved.topic,
+            origin_key: resolved.key,
+            headers: resolved.headers,
+            whole_record,
+            properties: resolved.properties,
+        })
     }
 
     /// What `dlqf returned` knows a replayed message by when no header carries its key: 32 hex

@@ -101,6 +101,7 @@ impl Sink for TargetSink {
                 origin_key: Some(key.as_bytes().to_vec()),
                 headers: Vec::new(),
                 whole_record: true,
+                properties: None,
             };
             match self.0.send(&message).await {
                 Delivery::Delivered | Delivery::AlreadyDone => Ok(()),

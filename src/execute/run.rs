@@ -181,6 +181,7 @@ pub(super) fn run_entries(runtime: &tokio::runtime::Runtime, manifest: &mut Mani
                 *error.lock().unwrap() = Some(e);
             }
         }
+        shared.parts.target.close().await;
     });
     if let Some(e) = error.into_inner().unwrap() {
         return Err(e);

@@ -1,13 +1,16 @@
 //! Where replayed messages go. A target is a small trait; `http(s)://`, `exec:`, `file:`,
-//! `kafka://` and `sqs://` implement it, and all pass the same compliance test. Each says
+//! `kafka://`, `sqs://`, `amqp://` and `redis://` implement it, and all pass the same
+//! compliance test. Each says
 //! whose failure a failed delivery is (see `Delivery`); the run decides what that costs.
 
+mod amqp;
 mod exec;
 mod file;
 mod http;
 mod kafka;
 mod kafka_batch;
 mod kafka_produce;
+mod redis;
 mod sqs;
 
 use std::path::PathBuf;
@@ -18,10 +21,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use futures_util::future::BoxFuture;
 
+pub use amqp::AmqpTarget;
 pub use exec::ExecTarget;
 pub use file::FileTarget;
 pub use http::HttpTarget;
 pub use kafka::{murmur2, KafkaTarget};
+pub use redis::RedisTarget;
 pub use sqs::SqsTarget;
 
 use super::backoff::Backoff;
@@ -61,6 +66,11 @@ pub trait Target: Send + Sync {
     /// delivered around them).
     fn probe(&self) -> BoxFuture<'_, Option<Probe>> {
         Box::pin(async { None })
+    }
+
+    /// Closes what the target holds open, at the end of a run, inside its runtime.
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 }
 
@@ -108,10 +118,10 @@ impl Halt {
     }
 }
 
-/// Checks the form of `http(s)://…`, `exec:CMD ARG…`, `file:PATH`, `kafka://HOST:PORT…` or
-/// `sqs://QUEUE` without opening anything.
+/// Checks the form of `http(s)://…`, `exec:CMD ARG…`, `file:PATH`, `kafka://HOST:PORT…`,
+/// `sqs://QUEUE`, `amqp://…` or `redis://…` without opening anything.
 pub fn check(spec: &str) -> Result<()> {
-    let expected = "expected http(s)://…, exec:CMD ARG…, file:PATH, kafka://HOST:PORT[,…][/TOPIC] or sqs://QUEUE-NAME";
+    let expected = "expected http(s)://…, exec:CMD ARG…, file:PATH, kafka://HOST:PORT[,…][/TOPIC], sqs://QUEUE-NAME, amqp://USER:PASSWORD@HOST:PORT/VHOST or redis://HOST:PORT/DB";
     if spec.starts_with("http://") || spec.starts_with("https://") {
         Ok(())
     } else if let Some(cmd) = spec.strip_prefix("exec:") {
@@ -125,6 +135,10 @@ pub fn check(spec: &str) -> Result<()> {
         KafkaTarget::new(rest, Retry::once()).map(|_| ())
     } else if spec.strip_prefix("sqs://").is_some_and(|q| !q.is_empty() && !q.contains('/')) {
         Ok(())
+    } else if let Some(rest) = spec.strip_prefix("amqp://") {
+        AmqpTarget::new(rest, Retry::once()).map(|_| ())
+    } else if let Some(rest) = spec.strip_prefix("redis://") {
+        RedisTarget::new(rest, Retry::once()).map(|_| ())
     } else {
         bail!("`{spec}`: {expected}")
     }
@@ -152,6 +166,10 @@ pub fn parse_with_health(spec: &str, retry: Retry, health: Option<&str>) -> Resu
         Ok(Box::new(KafkaTarget::new(rest, retry)?))
     } else if let Some(queue) = spec.strip_prefix("sqs://") {
         Ok(Box::new(SqsTarget::new(queue, retry)?))
+    } else if let Some(rest) = spec.strip_prefix("amqp://") {
+        Ok(Box::new(AmqpTarget::new(rest, retry)?))
+    } else if let Some(rest) = spec.strip_prefix("redis://") {
+        Ok(Box::new(RedisTarget::new(rest, retry)?))
     } else {
         Ok(Box::new(HttpTarget::new(spec, retry)?))
     }
