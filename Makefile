@@ -13,6 +13,9 @@ CONFLUENT_KAFKA_VERSION := 2.16.1
 # pyarrow writes Parquet with the encodings other writers use (data page v2, a dictionary that
 # overflows into plain pages): the tests read those files.
 PYARROW_VERSION := 21.0.0
+# Independent AMQP and Redis clients, to read back what replays to RabbitMQ and Redis deliver.
+PIKA_VERSION := 1.3.2
+REDIS_PY_VERSION := 5.2.1
 DEBUG_BIN := $(CARGO_TARGET_DIR)/debug/dlqf
 RELEASE_BIN := $(CARGO_TARGET_DIR)/release/dlqf
 # Headless Chromium opens the HTML report in a test (Debian's package).
@@ -38,24 +41,31 @@ build:
 release:
 	cargo build --release
 
-## Install what the tests need (DuckDB, moto, pyspark, confluent-kafka and pyarrow from PyPI in a venv; PostgreSQL,
-## openssl, Chromium and qemu-user from Debian; s3s-fs from crates.io),
-## start a throwaway PostgreSQL (with TLS) and S3 server on loopback, run every test, stop both
+## Install what the tests need (DuckDB, moto, pyspark, confluent-kafka, pyarrow, pika and redis-py from PyPI in a
+## venv; PostgreSQL, openssl, RabbitMQ, Redis, Chromium and qemu-user from Debian; s3s-fs from crates.io),
+## start throwaway PostgreSQL (with TLS), S3, RabbitMQ and Redis servers on loopback, run every test, stop them
 ## whatever the outcome.
 PG_DIR ?= /tmp/dlqf-test-pg
 PG_PORT ?= 55432
 MOTO_PORT ?= 55500
 MOTO_PID := /tmp/dlqf-test-moto.pid
+BROKERS_DIR ?= /tmp/dlqf-test-brokers
+# RabbitMQ takes AMQP_PORT and the two after it (Erlang's distribution and epmd).
+AMQP_PORT ?= 55672
+REDIS_PORT ?= 55679
 S3_ENV := AWS_ACCESS_KEY_ID=dlqf-test AWS_SECRET_ACCESS_KEY=dlqf-test-secret-8d1f AWS_REGION=us-east-1 \
 	AWS_ENDPOINT_URL=http://127.0.0.1:$(MOTO_PORT) AWS_ALLOW_HTTP=true
 test: test-deps
 	cargo build --all-targets
 	scripts/postgres.sh start $(PG_DIR) $(PG_PORT) > $(PG_DIR).url
 	scripts/moto.sh start $(VENV)/bin $(MOTO_PORT) $(MOTO_PID) || { scripts/postgres.sh stop $(PG_DIR); exit 1; }
-	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_QEMU=$(QEMU) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) DLQF_POSTGRES_TLS=$(PG_DIR)/tls cargo test --all-targets -- --include-ignored; \
-	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); rm -f $(PG_DIR).url; exit $$status
+	scripts/brokers.sh start $(BROKERS_DIR) $(AMQP_PORT) $(REDIS_PORT) || { scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); scripts/brokers.sh stop $(BROKERS_DIR); exit 1; }
+	$(S3_ENV) DLQF_PYTHON=$(PYTHON) DLQF_S3S_FS=$(S3S_FS) DLQF_CHROMIUM=$(CHROMIUM) DLQF_QEMU=$(QEMU) DLQF_POSTGRES_URL=$$(cat $(PG_DIR).url) DLQF_POSTGRES_TLS=$(PG_DIR)/tls \
+	  DLQF_AMQP_URL=amqp://guest:guest@127.0.0.1:$(AMQP_PORT) DLQF_REDIS_URL=redis://127.0.0.1:$(REDIS_PORT) DLQF_BROKERS_DIR=$(BROKERS_DIR) \
+	  cargo test --all-targets -- --include-ignored; \
+	  status=$$?; scripts/postgres.sh stop $(PG_DIR); scripts/moto.sh stop $(MOTO_PID); scripts/brokers.sh stop $(BROKERS_DIR); rm -f $(PG_DIR).url; exit $$status
 
-DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)-$(CONFLUENT_KAFKA_VERSION)-$(PYARROW_VERSION)
+DEPS_STAMP := $(VENV)/.deps-$(DUCKDB_VERSION)-$(MOTO_VERSION)-$(PYSPARK_VERSION)-$(CONFLUENT_KAFKA_VERSION)-$(PYARROW_VERSION)-$(PIKA_VERSION)-$(REDIS_PY_VERSION)
 # s3s-fs checks credentials (moto accepts any), for the wrong-credentials test.
 S3S_FS := $(HOME)/.cargo/bin/s3s-fs
 test-deps: $(DEPS_STAMP) $(S3S_FS) $(CHROMIUM) $(QEMU) $(SHELLS_AND_GROFF)
@@ -79,7 +89,8 @@ $(S3S_FS):
 $(DEPS_STAMP):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check duckdb==$(DUCKDB_VERSION) \
-	  'moto[server]==$(MOTO_VERSION)' pyspark==$(PYSPARK_VERSION) confluent-kafka==$(CONFLUENT_KAFKA_VERSION) pyarrow==$(PYARROW_VERSION)
+	  'moto[server]==$(MOTO_VERSION)' pyspark==$(PYSPARK_VERSION) confluent-kafka==$(CONFLUENT_KAFKA_VERSION) pyarrow==$(PYARROW_VERSION) \
+	  pika==$(PIKA_VERSION) redis==$(REDIS_PY_VERSION)
 	touch $@
 
 ## Regenerate the committed sample dumps (deterministic: same bytes every time).

@@ -105,7 +105,7 @@ fn an_s3_sink_chunk_in_parquet_reads_as_its_json_twin() {
 }
 
 /// The base64 of a resolved origin's bytes (text or {"base64": …}), as the truth file has them.
-fn b64(value: &Value) -> Value {
+pub fn b64(value: &Value) -> Value {
     use base64_text::encode;
     match value {
         Value::Null => Value::Null,
@@ -249,4 +249,9 @@ fn an_s3_sink_archive_in_s3_reads_as_on_disk() {
     let (local, remote) = (rank("local"), rank(&format!("s3://{bucket}/archive/")));
     assert_eq!(remote["total"], 450);
     assert_eq!(remote["buckets"], local["buckets"], "values, keys and headers objects of a chunk read together, times from the dt=/hour= prefixes");
+}
+
+/// The bytes of standard base64 text.
+pub fn unb64(text: &str) -> Vec<u8> {
+    dlqf::path::base64_decode(text.as_bytes()).expect("base64")
 }

@@ -1,5 +1,6 @@
 //! The compliance suite every target and quarantine sink passes: each message arrives with
-//! its key and its record, poison lines arrive once, a rerun adds nothing.
+//! its key and its record, poison lines arrive once, a rerun adds nothing (amqp:// and
+//! redis:// run it in brokers.rs, beside their servers' other tests).
 
 use std::collections::BTreeSet;
 
@@ -9,9 +10,9 @@ use crate::stage::Stage;
 use crate::util::{envelope_dump, vision_line, Dir};
 
 /// What a target received: (key, record) pairs.
-type Received = Vec<(String, Value)>;
+pub type Received = Vec<(String, Value)>;
 
-fn run_through(dir: &Dir, target: &str, quarantine: &str) -> (Vec<Value>, String) {
+pub fn run_through(dir: &Dir, target: &str, quarantine: &str) -> (Vec<Value>, String) {
     let text: String = (0..12).map(|i| vision_line(&format!("cap-{i}"), "inference", if i % 3 == 0 { "open" } else { "timeout" }, "det-v8.0", "2026-10-01T00:00:00Z", 0) + "\n").collect();
     dir.create("dlq.jsonl", text);
     dir.create("policy.toml", "cleared_reasons = [\"timeout\"]\n");
@@ -25,7 +26,7 @@ fn run_through(dir: &Dir, target: &str, quarantine: &str) -> (Vec<Value>, String
     (entries, first)
 }
 
-fn check(entries: &[Value], received: Received) {
+pub fn check(entries: &[Value], received: Received) {
     let want: BTreeSet<String> = entries.iter().filter(|e| e["decision"] == "replay").map(|e| e["key"].as_str().unwrap().to_string()).collect();
     let got: BTreeSet<String> = received.iter().map(|(k, _)| k.clone()).collect();
     assert_eq!(received.len(), want.len(), "each replay delivered once");
@@ -36,7 +37,7 @@ fn check(entries: &[Value], received: Received) {
     }
 }
 
-fn check_quarantine(entries: &[Value], lines: Vec<Value>) {
+pub fn check_quarantine(entries: &[Value], lines: Vec<Value>) {
     let want: BTreeSet<&str> = entries.iter().filter(|e| e["decision"] != "replay").map(|e| e["key"].as_str().unwrap()).collect();
     assert_eq!(lines.len(), want.len(), "each poison entry once");
     for line in &lines {

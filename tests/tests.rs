@@ -5,6 +5,7 @@ mod stage;
 mod util;
 
 mod bad_input;
+mod brokers;
 mod charging;
 mod classification;
 mod cli;

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Throwaway RabbitMQ and Redis servers on loopback for the replay tests (Debian's packages,
+# installed if missing), each with its data in DIR, never the system's; stopped and removed by
+# `stop` whatever the tests did.
+#   brokers.sh start DIR AMQP_PORT REDIS_PORT   |   brokers.sh stop DIR
+#   brokers.sh vhost DIR NAME           a virtual host of a test's own, open to guest
+set -euo pipefail
+cmd=$1 dir=$2
+
+rabbit_env() {
+  export RABBITMQ_NODENAME=dlqf-test@localhost RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=$1
+  export RABBITMQ_DIST_PORT=$(($1 + 1)) ERL_EPMD_PORT=$(($1 + 2)) ERL_EPMD_ADDRESS=127.0.0.1
+  export RABBITMQ_MNESIA_BASE=$dir/rabbitmq/mnesia RABBITMQ_LOG_BASE=$dir/rabbitmq/log
+  export RABBITMQ_CONFIG_FILE=$dir/rabbitmq/none RABBITMQ_ENABLED_PLUGINS_FILE=$dir/rabbitmq/enabled_plugins
+}
+
+case $cmd in
+start)
+  amqp_port=$3 redis_port=$4
+  if ! command -v rabbitmq-server >/dev/null || ! command -v redis-server >/dev/null; then
+    echo "installing rabbitmq-server and redis-server from Debian's packages" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends rabbitmq-server redis-server >/dev/null
+  fi
+  rm -rf "$dir" && mkdir -p "$dir/rabbitmq/mnesia" "$dir/rabbitmq/log" "$dir/redis"
+  echo "[]." > "$dir/rabbitmq/enabled_plugins"
+  echo "$amqp_port" > "$dir/amqp_port"
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir/redis" \
+    --daemonize yes --pidfile "$dir/redis/redis.pid" --logfile "$dir/redis/redis.log"
+  # The Debian wrapper would switch to the rabbitmq user, who cannot write DIR: run its server.
+  (rabbit_env "$amqp_port"; setsid /usr/lib/rabbitmq/bin/rabbitmq-server > "$dir/rabbitmq/server.log" 2>&1 &)
+  for _ in $(seq 1 600); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$amqp_port") 2>/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null; then
+      exit 0
+    fi
+    sleep 0.1
+  done
+  echo "brokers.sh: RabbitMQ or Redis did not start; see $dir/rabbitmq/server.log, $dir/redis/redis.log" >&2
+  exit 1
+  ;;
+stop)
+  if [ -f "$dir/redis/redis.pid" ]; then
+    kill "$(cat "$dir/redis/redis.pid")" 2>/dev/null || true
+  fi
+  if [ -f "$dir/amqp_port" ]; then
+    (rabbit_env "$(cat "$dir/amqp_port")"; /usr/lib/rabbitmq/bin/rabbitmqctl stop >/dev/null 2>&1 || true; epmd -kill >/dev/null 2>&1 || true)
+  fi
+  rm -rf "$dir"
+  ;;
+vhost)
+  (rabbit_env "$(cat "$dir/amqp_port")"; /usr/lib/rabbitmq/bin/rabbitmqctl add_vhost "$3" >/dev/null 2>&1 || true
+   /usr/lib/rabbitmq/bin/rabbitmqctl set_permissions -p "$3" guest ".*" ".*" ".*" >/dev/null)
+  ;;
+*)
+  echo "usage: brokers.sh start DIR AMQP_PORT REDIS_PORT | stop DIR | vhost DIR NAME" >&2
+  exit 2
+  ;;
+esac

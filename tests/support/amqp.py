@@ -1,0 +1,65 @@
+"""RabbitMQ fixtures for the replay tests, through pika (an independent AMQP client).
+
+usage: amqp.py setup URL EXCHANGE:TYPE:ROUTING_KEY:QUEUE ...   declare durable exchanges and
+                                                               queues (emptied) and bind them
+                                                               (an empty EXCHANGE: a queue
+                                                               alone, for the default exchange)
+       amqp.py refuse URL EXCHANGE QUEUE   QUEUE made anew, bound to the fanout EXCHANGE, full
+                                       (x-max-length 0, reject-publish): the broker refuses
+                                       every message (nacks it), as in an outage
+       amqp.py accept URL EXCHANGE QUEUE   QUEUE made anew without a limit
+       amqp.py read URL QUEUE          print every message as a JSON line (and take it off):
+                                       exchange, routing_key, body (base64), properties (the
+                                       headers with their types as JSON gives them)
+"""
+import base64
+import json
+import sys
+
+import pika
+
+cmd, url = sys.argv[1], sys.argv[2]
+
+
+def plain(value):
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+connection = pika.BlockingConnection(pika.URLParameters(url))
+channel = connection.channel()
+if cmd == "setup":
+    for spec in sys.argv[3:]:
+        exchange, kind, routing_key, queue = spec.split(":")
+        channel.queue_declare(queue=queue, durable=True)
+        channel.queue_purge(queue=queue)
+        if exchange:
+            channel.exchange_declare(exchange=exchange, exchange_type=kind, durable=True)
+            channel.queue_bind(queue=queue, exchange=exchange, routing_key=routing_key)
+elif cmd in ("refuse", "accept"):
+    exchange, queue = sys.argv[3], sys.argv[4]
+    channel.queue_delete(queue=queue)
+    limit = {"x-max-length": 0, "x-overflow": "reject-publish"} if cmd == "refuse" else None
+    channel.queue_declare(queue=queue, durable=True, arguments=limit)
+    channel.exchange_declare(exchange=exchange, exchange_type="fanout", durable=True)
+    channel.queue_bind(queue=queue, exchange=exchange)
+elif cmd == "read":
+    while True:
+        method, props, body = channel.basic_get(queue=sys.argv[3], auto_ack=True)
+        if method is None:
+            break
+        properties = {k: v for k, v in {
+            "content_type": props.content_type, "content_encoding": props.content_encoding, "delivery_mode": props.delivery_mode,
+            "priority": props.priority, "correlation_id": props.correlation_id, "reply_to": props.reply_to, "expiration": props.expiration,
+            "message_id": props.message_id, "timestamp": props.timestamp, "type": props.type, "app_id": props.app_id,
+            "headers": plain(props.headers) if props.headers is not None else None,
+        }.items() if v is not None}
+        print(json.dumps({"exchange": method.exchange, "routing_key": method.routing_key, "body": base64.b64encode(body).decode(), "properties": properties}), flush=True)
+else:
+    sys.exit(f"unknown command {cmd}")
+connection.close()
