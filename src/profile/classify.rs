@@ -57,25 +57,60 @@ fn rule(types: &[&str], patterns: &[&str], retry: bool, max_retries: Option<i64>
     CategoryRule { types: strings(types), patterns: strings(patterns), retry, max_retries, alert, page, dlq: None, backoff: None }
 }
 
+/// The seed's exception types (Python's), then the JVM's, .NET's and Ruby's of the same kind,
+/// then the brokers' own dead-letter reasons (RabbitMQ's `x-death` reason, Event Grid's
+/// `deadLetterReason`, EventBridge's `ERROR_CODE`), which a profile classifies as types.
+const POISON_TYPES: [&str; 11] = [
+    "MemoryError", "RecursionError", "PoisonPillError",
+    "OutOfMemoryError", "StackOverflowError",
+    "OutOfMemoryException", "StackOverflowException", "InsufficientExecutionStackException",
+    "SystemStackError", "NoMemoryError",
+    // Redelivered past the queue's limit: the message keeps taking its consumer down.
+    "delivery_limit",
+];
+const VALIDATION_TYPES: [&str; 37] = [
+    "ValueError", "KeyError", "TypeError", "JSONDecodeError",
+    "SerializationException", "DeserializationException", "DataException", "JsonParseException", "JsonMappingException", "MismatchedInputException",
+    "InvalidFormatException", "UnrecognizedPropertyException", "NumberFormatException", "IllegalArgumentException", "NullPointerException",
+    "ClassCastException", "ConstraintViolationException", "SQLIntegrityConstraintViolationException", "DataIntegrityViolationException", "BatchUpdateException",
+    "MethodArgumentNotValidException", "MessageConversionException",
+    "ArgumentException", "ArgumentNullException", "ArgumentOutOfRangeException", "FormatException", "JsonException", "InvalidCastException",
+    "ValidationException", "KeyNotFoundException", "NullReferenceException",
+    "ArgumentError", "NoMethodError", "ParserError", "RecordInvalid", "RecordNotFound",
+    // A consumer refused it, without requeueing it.
+    "rejected",
+];
+const TRANSIENT_TYPES: [&str; 23] = [
+    "TimeoutError", "ConnectionError", "ConnectionResetError",
+    "SocketTimeoutException", "TimeoutException", "SocketException", "QueryTimeoutException", "TransientDataAccessException",
+    "CannotAcquireLockException", "DeadlockLoserDataAccessException", "PessimisticLockingFailureException", "ResourceAccessException",
+    "RetriableException", "NotEnoughReplicasException", "NetworkException",
+    "TaskCanceledException",
+    "ReadTimeout", "OpenTimeout", "ECONNREFUSED", "ECONNRESET",
+    // Expired in the queue (a TTL), or pushed out of a full one; Event Grid's event TTL.
+    "expired", "maxlen", "TimeToLiveExceeded",
+];
+const TRANSIENT_PATTERNS: [&str; 10] = ["timeout", "timed out", "connection refused", "temporarily unavailable", "try again", "rate limit", "throttl", "deadlock", "503", "504"];
+/// A service the consumer calls, failing or refusing it (Event Grid's endpoint that never took
+/// the event, EventBridge's target that could not be invoked).
+const DEPENDENCY_TYPES: [&str; 7] = [
+    "HttpRequestException", "WebException", "HttpServerErrorException", "RestClientException",
+    "MaxDeliveryAttemptsExceeded", "SDK_CLIENT_ERROR", "NO_PERMISSIONS",
+];
+
 impl Default for Classifier {
     /// The seed's rules: poison (types and patterns), validation (types), transient (types and
-    /// patterns, which in the seed's production classifier include 503 and rate limits); no
-    /// default rule yields dependency, whose routing applies once a file gives it rules. One
-    /// deliberate change to the seed's routing: `unknown` is held (the seed retries it 3 times),
-    /// because replaying what nobody has classified is the blind re-submission dlqf prevents.
+    /// patterns, which in the seed's production classifier include 503 and rate limits), with
+    /// the JVM's, .NET's, Ruby's and the brokers' names of the same kinds; dependency by the
+    /// exceptions of calls to other services. One deliberate change to the seed's routing:
+    /// `unknown` is held (the seed retries it 3 times), because replaying what nobody has
+    /// classified is the blind re-submission dlqf prevents.
     fn default() -> Classifier {
         let rules = vec![
-            rule(&["MemoryError", "RecursionError", "PoisonPillError"], &["out of memory", "recursion", "stack overflow", "segmentation fault"], false, None, true, true),
-            rule(&["ValueError", "KeyError", "TypeError", "JSONDecodeError"], &[], false, None, false, false),
-            rule(
-                &["TimeoutError", "ConnectionError", "ConnectionResetError"],
-                &["timeout", "connection refused", "temporarily unavailable", "try again", "rate limit", "503", "504"],
-                true,
-                Some(5),
-                true,
-                false,
-            ),
-            rule(&[], &[], true, Some(10), true, false),
+            rule(&POISON_TYPES, &["out of memory", "recursion", "stack overflow", "segmentation fault"], false, None, true, true),
+            rule(&VALIDATION_TYPES, &[], false, None, false, false),
+            rule(&TRANSIENT_TYPES, &TRANSIENT_PATTERNS, true, Some(5), true, false),
+            rule(&DEPENDENCY_TYPES, &[], true, Some(10), true, false),
             rule(&[], &[], false, Some(3), true, false),
         ];
         Classifier { rules: CATEGORIES.iter().map(|c| c.to_string()).zip(rules).collect() }
@@ -149,8 +184,11 @@ impl Classifier {
     }
 
     /// The first category (in `CATEGORIES` order) whose type names or message patterns match.
+    /// A stack signature's type (`Type at frame, …`) and a root cause's (`Type: message`) are
+    /// their types.
     pub fn classify(&self, error_type: &str, message: &str) -> &str {
-        let short = short_type(error_type);
+        let error_type = error_type.split(" at ").next().unwrap_or_default();
+        let short = short_type(error_type.split(": ").next().unwrap_or_default());
         let message = message.to_lowercase();
         for (name, rule) in &self.rules {
             if rule.types.iter().any(|t| t == short) || rule.patterns.iter().any(|p| message.contains(p.as_str())) {
@@ -167,9 +205,10 @@ impl Classifier {
     }
 }
 
-/// A type name without its module path: `json.decoder.JSONDecodeError` → `JSONDecodeError`.
+/// A type name without its module path: `json.decoder.JSONDecodeError`, Ruby's
+/// `Net::ReadTimeout`, .NET's nested `Outer+Inner` → the last name.
 fn short_type(name: &str) -> &str {
-    name.trim().rsplit('.').next().unwrap_or("")
+    name.trim().rsplit(['.', ':', '+']).next().unwrap_or("")
 }
 
 #[cfg(test)]
@@ -187,6 +226,30 @@ mod tests {
         assert_eq!(c.classify("HTTPError", "503 Service Unavailable"), "transient");
         assert_eq!(c.classify("RuntimeError", "Rate Limit exceeded"), "transient");
         assert_eq!(c.classify("RuntimeError", "boom"), "unknown");
+        // The JVM's, .NET's and Ruby's names of the same kinds, and brokers' reasons.
+        for (error_type, message, category) in [
+            ("org.apache.kafka.common.errors.SerializationException", "Unknown magic byte!", "validation"),
+            ("java.net.SocketTimeoutException at com.shop.PaymentClient.charge", "Read timed out", "transient"),
+            ("java.sql.SQLIntegrityConstraintViolationException", "Duplicate entry", "validation"),
+            ("io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException: Schema <*> not found; error code: <*>", "", "dependency"),
+            // Kafka Connect's own ConnectException is a wrapper, not java.net's refused connection.
+            ("org.apache.kafka.connect.errors.ConnectException", "Exiting WorkerSinkTask due to unrecoverable exception.", "unknown"),
+            ("java.lang.OutOfMemoryError", "Java heap space", "poison"),
+            ("System.Data.SqlClient.SqlException", "Transaction (Process ID 51) was deadlocked on lock resources", "transient"),
+            ("System.Net.Http.HttpRequestException", "Response status code does not indicate success: 500", "dependency"),
+            ("System.ArgumentNullException", "Value cannot be null", "validation"),
+            ("Net::ReadTimeout", "Net::ReadTimeout with #<TCPSocket:(closed)>", "transient"),
+            ("ActiveRecord::RecordNotFound", "Couldn't find Order", "validation"),
+            ("rejected", "", "validation"),
+            ("expired", "", "transient"),
+            ("delivery_limit", "", "poison"),
+            ("TimeToLiveExceeded", "", "transient"),
+            ("MaxDeliveryAttemptsExceeded", "", "dependency"),
+            ("THROTTLING", "Throttling exception from the target.", "transient"),
+            ("Stripe::CardError", "Your card was declined.", "unknown"),
+        ] {
+            assert_eq!(c.classify(error_type, message), category, "{error_type}: {message}");
+        }
         assert!(!c.routing("validation").retry && !c.routing("poison").retry && c.routing("poison").page);
         assert_eq!(c.routing("transient").max_retries, Some(5));
         assert_eq!(c.routing("no-such").max_retries, Some(3));
