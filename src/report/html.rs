@@ -20,8 +20,8 @@ const LINE_COLORS: [&str; TREND_LINES] = ["#2f6db5", "#d9480f", "#2b8a3e", "#862
 const STYLE: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;color:#1d2125;padding:0 1em}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:2em}\
 .summary{color:#444}.alert{color:#c92a2a;font-weight:600}\
-table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #dee2e6;padding:4px 8px;text-align:left;vertical-align:top}\
-th{background:#f1f3f5}td.n{text-align:right;font-variant-numeric:tabular-nums}td.sig{overflow-wrap:break-word;max-width:28em}td.t{white-space:nowrap}td.id{word-break:break-all;min-width:9em}\
+table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #dee2e6;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}\
+th{background:#f1f3f5}td.n{text-align:right;font-variant-numeric:tabular-nums}td.sig{overflow-wrap:break-word;max-width:28em}td.t{white-space:nowrap}td.id{word-break:break-all}\
 svg{display:block;margin:.5em 0}svg text{font:11px system-ui,sans-serif;fill:#495057}\
 .legend span{display:inline-block;margin-right:1.2em}.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}";
 
@@ -164,13 +164,14 @@ fn trend_lines(out: &mut String, report: &RankReport, trend: &TrendReport) {
         );
     }
     out.push_str("</svg>\n<p class=\"legend\">");
+    let signatures: Vec<Vec<&str>> = series.iter().map(|s| s.signature.values().collect()).collect();
     for (k, s) in series.iter().enumerate() {
         let rank = report.buckets.iter().find(|b| b.signature == s.signature).map_or(k as u64 + 1, |b| b.rank);
         let _ = write!(
             out,
             "<span><i class=\"swatch\" style=\"background:{}\"></i>#{rank} {} <small>({})</small></span>",
             LINE_COLORS[k],
-            escape(&shorten(&label(s.signature.values()), 90)),
+            escape(&shorten(&abbreviate_classes(&legend_label(&signatures, k)), 90)),
             s.status.name()
         );
     }
@@ -199,6 +200,52 @@ fn table(out: &mut String, report: &RankReport) {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
+}
+
+/// Series `k`'s signature for a legend: the fields that tell the shown series apart most (the
+/// most distinct values among them) first, those they share last, so a legend cut to its width
+/// still shows what differs.
+fn legend_label(signatures: &[Vec<&str>], k: usize) -> String {
+    let fields = signatures[k].len();
+    let distinct = |f: usize| signatures.iter().map(|s| s.get(f)).collect::<std::collections::BTreeSet<_>>().len();
+    let mut order: Vec<usize> = (0..fields).collect();
+    order.sort_by_key(|&f| std::cmp::Reverse(distinct(f)));
+    label(order.into_iter().map(|f| signatures[k][f]).filter(|v| !v.is_empty()))
+}
+
+/// Java-style class names abbreviated as JVM logs do (logback's `%logger{0}`-like): each
+/// package segment to its first letter, the class kept
+/// (`org.apache.kafka.connect.errors.DataException` → `o.a.k.c.e.DataException`).
+fn abbreviate_classes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let parts: Vec<&str> = word.split('.').collect();
+        let (packages, class) = parts.split_at(parts.len() - 1);
+        let is_class = packages.len() >= 2
+            && packages.iter().all(|p| p.starts_with(|c: char| c.is_ascii_lowercase()) && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+            && class[0].starts_with(|c: char| c.is_ascii_uppercase());
+        if is_class {
+            for p in packages {
+                out.push_str(&p[..1]);
+                out.push('.');
+            }
+            out.push_str(class[0]);
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_alphanumeric() || c == '.' || c == '_' || c == '$' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// A period's start as people read it: the date, with the hour for hourly periods.
@@ -233,7 +280,25 @@ pub fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{abbreviate_classes, escape, legend_label};
+
+    #[test]
+    fn legends_lead_with_what_differs_and_abbreviate_class_names() {
+        let signatures = vec![
+            vec!["org.apache.kafka.connect.errors.DataException", "org.apache.kafka.common.errors.SerializationException: Unknown magic byte!"],
+            vec!["org.apache.kafka.connect.errors.DataException", "io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException: Schema <*> not found"],
+            vec!["org.apache.kafka.connect.errors.ConnectException", "java.sql.BatchUpdateException: Duplicate entry <*> for key <*>"],
+        ];
+        // The root cause has three values among the three, the exception class two.
+        assert_eq!(legend_label(&signatures, 0), "org.apache.kafka.common.errors.SerializationException: Unknown magic byte! · org.apache.kafka.connect.errors.DataException");
+        assert_eq!(
+            abbreviate_classes(&legend_label(&signatures, 1)),
+            "i.c.k.s.c.r.e.RestClientException: Schema <*> not found · o.a.k.c.e.DataException"
+        );
+        // Alone, a series keeps its fields' order; sentences, versions and hosts are left as they are.
+        assert_eq!(legend_label(&signatures[..1], 0), "org.apache.kafka.connect.errors.DataException · org.apache.kafka.common.errors.SerializationException: Unknown magic byte!");
+        assert_eq!(abbreviate_classes("Timed out after 3.5 s calling payments.svc.local v1.2.3"), "Timed out after 3.5 s calling payments.svc.local v1.2.3");
+    }
 
     #[test]
     fn markup_from_dumps_is_text() {
