@@ -203,34 +203,68 @@ fn kafka_connect_records_replay_byte_for_byte_tombstones_as_tombstones() {
         dir.command().args(["plan", "dump", "--profile", "kafka-connect", "--policy", "all.toml", "-o", "m.jsonl"]).ok();
         let run = dir.command().args(["execute", "m.jsonl", "--target", &broker.url(None), "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).run();
         assert_eq!(run.code, 0, "{layout}: {}", run.stderr);
-        let out = Command::new(python()).arg(support("kafka.py")).args(["read-raw", &broker.bootstrap, "payments"]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let read: Vec<Value> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let read = read_raw(&broker, "payments");
         assert_eq!(read.len(), 240, "{layout}: every record once");
-        // Each record read back is one of the originals: key, value and headers in their order
-        // (less dlqf's own, last) byte for byte; matched up as a whole, as no field names it.
-        let mut want: Vec<String> = truth["records"]
-            .as_object()
-            .unwrap()
-            .values()
-            .map(|r| serde_json::json!({"key": r["key"], "value": r["value"], "headers": r["headers"]}).to_string())
-            .collect();
-        let mut got: Vec<String> = read
-            .iter()
-            .map(|r| {
-                let mut headers = r["headers"].as_array().unwrap().clone();
-                assert_eq!(headers.pop().map(|h| h[0].clone()), Some(Value::from("dlqf-idempotency-key")), "dlqf's header comes last");
-                serde_json::json!({"key": r["key"], "value": r["value"], "headers": headers}).to_string()
-            })
-            .collect();
-        want.sort();
-        got.sort();
-        assert_eq!(got, want, "{layout}");
+        let want: Vec<&Value> = truth["records"].as_object().unwrap().values().collect();
+        assert_eq!(as_sent(&read), as_originals(&want), "{layout}");
         if layout == "kcat" {
             // (The S3 sink writes no tombstones where it stores keys.)
             assert!(read.iter().any(|r| r["value"].is_null()), "{layout}: tombstones arrive as null values");
         }
     }
+}
+
+/// Spring's dead letters go back to `kafka_dlt-original-topic` (or `kafka_original-topic`),
+/// keys, values and the application's headers byte for byte, the recoverer's headers left out.
+#[test]
+#[ignore = "needs confluent-kafka's mock broker: make test runs it"]
+fn spring_dead_letters_replay_to_their_original_topics_byte_for_byte() {
+    let dir = Dir::new();
+    let broker = Broker::start(&["orders", "payments"]);
+    let truth = write(&dir, "spring-kafka", "dump", 300, 31);
+    dir.create("all.toml", CLEAR_ALL);
+    dir.command().args(["plan", "dump", "--profile", "spring-kafka", "--policy", "all.toml", "-o", "m.jsonl"]).ok();
+    let run = dir.command().args(["execute", "m.jsonl", "--target", &broker.url(None), "--ledger", "l.db", "--quarantine", "file:q.jsonl"]).run();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut total = 0;
+    for topic in ["orders", "payments"] {
+        let read = read_raw(&broker, topic);
+        let want: Vec<&Value> = truth["records"].as_object().unwrap().values().filter(|r| r["topic"] == topic).collect();
+        assert!(!want.is_empty(), "the generator wrote dead letters of {topic}");
+        assert_eq!(as_sent(&read), as_originals(&want), "{topic}");
+        total += read.len();
+    }
+    assert_eq!(total, 300, "every dead letter once");
+}
+
+/// What a test reader reads back of TOPIC: kafka.py read-raw's records.
+fn read_raw(broker: &Broker, topic: &str) -> Vec<Value> {
+    let out = Command::new(python()).arg(support("kafka.py")).args(["read-raw", &broker.bootstrap, topic]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Records read back as sorted key/value/headers texts, dlqf's own header (asserted last) off:
+/// matched up with the originals as a whole, as no field names a record.
+fn as_sent(read: &[Value]) -> Vec<String> {
+    let mut got: Vec<String> = read
+        .iter()
+        .map(|r| {
+            let mut headers = r["headers"].as_array().unwrap().clone();
+            assert_eq!(headers.pop().map(|h| h[0].clone()), Some(Value::from("dlqf-idempotency-key")), "dlqf's header comes last");
+            serde_json::json!({"key": r["key"], "value": r["value"], "headers": headers}).to_string()
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+/// The generator's originals as the same sorted texts as [`as_sent`].
+fn as_originals(records: &[&Value]) -> Vec<String> {
+    let mut want: Vec<String> =
+        records.iter().map(|r| serde_json::json!({"key": r["key"], "value": r["value"], "headers": r["headers"]}).to_string()).collect();
+    want.sort();
+    want
 }
 
 #[test]
