@@ -5,10 +5,11 @@ usage: fuzz.py --dlqf BIN [--seconds N] [--seed S] [--out DIR] [--limit-gib G] [
        fuzz.py --dlqf BIN --replay DIR      rerun saved cases (the regression corpus)
 
 Seeds are made by dlqf itself (gen, plan, rank --format state): JSON-lines and Parquet dumps, a
-manifest and a state. Each mutant is a byte-level change (bit flips, truncation, a spliced
+manifest and a state; and by tests/support/real_dumps.py: the frameworks' and brokers' dumps
+(Spring Kafka, RabbitMQ, Sidekiq, …), read with their built-in profiles. Each mutant is a byte-level change (bit flips, truncation, a spliced
 chunk, a number replaced by an extreme one, a large varint over a Parquet footer or into a
 page header, a page header claiming gigabytes with the file otherwise consistent) or a JSON-level one (a value replaced by an extreme,
-odd or wrongly typed one, a duplicated key); manifest and state mutants are re-sealed half of
+odd or wrongly typed one, a duplicated key, a base64 value's bytes changed under it); manifest and state mutants are re-sealed half of
 the time, so they reach the code behind the seal. Each command runs with a time limit and a cap
 on address space. A case is a finding when dlqf panics (exit 101), dies of a signal (an abort,
 a segfault, out of memory), outlives the limit, or exits 0 on an unsealed change to a manifest
@@ -17,6 +18,7 @@ or state. Findings are saved as DIR/<kind>-<n>/{input,cmd.json,why.txt}.
 Standard library only, so it runs wherever the tests run.
 """
 import argparse
+import base64
 import hashlib
 import json
 import os
@@ -247,6 +249,20 @@ def mutate_page_size(data, rng):
     return data[:at] + new + data[after:after + 1] + shorter + data[end:next_at - grow] + data[next_at:]
 
 
+def mutate_base64(data, rng):
+    """A base64 value (a Sidekiq backtrace's zlib, a broker payload) decoded, changed as bytes
+    and encoded again, so the change reaches the inflater or the payload's reader."""
+    blobs = list(re.finditer(rb"[A-Za-z0-9+/]{24,}={0,2}", data))
+    if not blobs:
+        return None
+    m = rng.choice(blobs)
+    try:
+        raw = base64.b64decode(m.group(0), validate=True)
+    except ValueError:
+        return None
+    return data[:m.start()] + base64.b64encode(mutate_bytes(raw, rng)) + data[m.end():]
+
+
 def mutate(kind, data, rng):
     if kind == "parquet" and rng.random() < 0.25:
         return mutate_footer(data, rng), False
@@ -254,7 +270,11 @@ def mutate(kind, data, rng):
         return mutate_page_header(data, rng), False
     if kind == "parquet" and rng.random() < 0.3:
         return mutate_page_size(data, rng), False
-    if kind in ("jsonl", "manifest", "state") and rng.random() < 0.6:
+    if kind == "framework" and rng.random() < 0.3:
+        blob = mutate_base64(data, rng)
+        if blob is not None:
+            return blob, False
+    if kind in ("jsonl", "manifest", "state", "framework") and rng.random() < 0.6:
         lines = data.split(b"\n")
         for _ in range(5):
             i = rng.randrange(len(lines))
@@ -282,6 +302,10 @@ def commands(kind, path, work):
                 ["trend", path, "--format", "json"] + profile,
                 ["health", path, "--format", "json"] + profile,
                 ["plan", path, "-o", out + ".manifest"] + profile]
+    if kind == "framework":
+        # fw/PROFILE/...: a frameworks' or brokers' dump read with its built-in profile.
+        profile = ["--profile", path.split(os.sep + "fw" + os.sep, 1)[1].split(os.sep)[0]]
+        return [["rank", path, "--format", "json"] + profile, ["plan", path, "-o", out + ".manifest"] + profile]
     if kind == "manifest":
         return [["show", path],
                 ["execute", path, "--dry-run", "--target", "file:" + out, "--ledger", out + ".db", "--quarantine", "file:" + out + ".q"]]
@@ -332,6 +356,9 @@ def verdict(code, stderr, kind, changed_unsealed, cmd):
     return None
 
 
+FRAMEWORK_LAYOUTS = ["spring-kafka", "rabbitmq", "sidekiq", "eventbridge", "eventgrid", "nservicebus", "masstransit"]
+
+
 def seeds(dlqf, work):
     def do(*args):
         subprocess.run([dlqf] + list(args), cwd=work, check=True, capture_output=True)
@@ -343,8 +370,18 @@ def seeds(dlqf, work):
     do("plan", "vision.jsonl", "--policy", "policy.toml", "-o", "m.manifest")
     do("rank", "vision.jsonl", "--format", "state", "-o", "s.state")
     do("rank", "envelope.jsonl", "--profile", "envelope", "--format", "state", "-o", "e.state")
+    # The frameworks' and brokers' layouts, as the tests write them (standard library only),
+    # each file kept at its path: Event Grid's subscription is a folder of it.
+    framework = []
+    writer = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests", "support", "real_dumps.py")
+    for layout in FRAMEWORK_LAYOUTS:
+        folder = os.path.join(work, "fw", layout)
+        subprocess.run([sys.executable, writer, layout, folder, "24", "5"], check=True, capture_output=True)
+        files = sorted(os.path.relpath(os.path.join(root, f), work) for root, _, names in os.walk(folder) for f in names)
+        framework += files[:2]  # (two of each, so that each layout is drawn as often)
     return {"jsonl": ["vision.jsonl", "envelope.jsonl"], "parquet": ["vision.parquet"], "manifest": ["m.manifest"],
-            "state": ["s.state", "e.state"]}
+            "state": ["s.state", "e.state"], "framework": sorted(framework)}
+
 
 
 def replay(args):
@@ -354,6 +391,7 @@ def replay(args):
         spec = json.load(open(os.path.join(folder, "cmd.json")))
         with tempfile.TemporaryDirectory() as work:
             name = os.path.join(work, spec["name"])
+            os.makedirs(os.path.dirname(name), exist_ok=True)
             shutil.copy(os.path.join(folder, "input"), name)
             for cmd in commands(spec["kind"], name, work):
                 code, stderr = run(args.dlqf, cmd, args.timeout, args.limit_gib << 30, work)
@@ -373,7 +411,7 @@ def main():
     ap.add_argument("--out", default="fuzz-findings")
     ap.add_argument("--limit-gib", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=20)
-    ap.add_argument("--kinds", default="jsonl,parquet,manifest,state")
+    ap.add_argument("--kinds", default="jsonl,parquet,manifest,state,framework")
     ap.add_argument("--replay")
     args = ap.parse_args()
     args.dlqf = os.path.abspath(args.dlqf)
@@ -400,6 +438,7 @@ def main():
         tried += 1
         work = tempfile.mkdtemp()
         path = os.path.join(work, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         open(path, "wb").write(mutant)
         for cmd in commands(kind, path, work):
             code, stderr = run(args.dlqf, cmd, args.timeout, args.limit_gib << 30, work)
