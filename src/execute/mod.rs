@@ -33,6 +33,7 @@ mod guard;
 pub mod ledger;
 pub mod message;
 mod order;
+mod percent;
 pub mod quarantine;
 mod run;
 pub mod signals;

@@ -13,6 +13,8 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStor
 use tokio_postgres::config::SslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::execute::percent::percent_decode;
+
 /// libpq's `sslmode` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -46,7 +48,7 @@ impl LedgerUrl {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             match key {
                 "sslmode" => {
-                    mode = match decode(value).as_str() {
+                    mode = match percent_decode(value).as_str() {
                         "disable" => Mode::Disable,
                         "allow" | "prefer" => Mode::Prefer,
                         "require" => Mode::Require,
@@ -55,7 +57,7 @@ impl LedgerUrl {
                         other => bail!("sslmode `{other}`: expected disable, prefer, require, verify-ca or verify-full"),
                     }
                 }
-                "sslrootcert" => root = Some(decode(value)),
+                "sslrootcert" => root = Some(percent_decode(value)),
                 _ => kept.push(pair),
             }
         }
@@ -118,25 +120,6 @@ fn load_roots(root: &str) -> Result<RootCertStore> {
         bail!("sslrootcert {root}: no certificates");
     }
     Ok(store)
-}
-
-fn decode(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `require` without a root certificate: encrypted, the server not authenticated (as libpq).

@@ -137,7 +137,7 @@ impl AmqpTarget {
         let url = reqwest::Url::parse(&format!("amqp://{spec}")).with_context(|| format!("`amqp://{spec}`: not a URL"))?;
         let Some(host) = url.host_str().filter(|h| !h.is_empty()) else { bail!("`amqp://{spec}`: no host (amqp://USER:PASSWORD@HOST:PORT/VHOST)") };
         let port = url.port().unwrap_or(5672);
-        let decode = |s: &str| percent_decode(s);
+        let decode = crate::execute::percent::percent_decode;
         let user = if url.username().is_empty() { "guest".to_string() } else { decode(url.username()) };
         let password = url.password().map_or_else(|| "guest".to_string(), decode);
         let segments: Vec<&str> = url.path().trim_start_matches('/').split('/').collect();
@@ -320,26 +320,6 @@ fn field(value: &Value) -> Result<FieldValue, String> {
 
 fn short(name: &str) -> Result<amqprs::FieldName, String> {
     name.to_string().try_into().map_err(|_| format!("header name `{name}` is over 255 bytes"))
-}
-
-/// `%XX` escapes decoded (a URL's user, password and vhost).
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -55,7 +55,8 @@ impl RedisTarget {
             "" => 0,
             n => n.parse().with_context(|| format!("`redis://{spec}`: the database is a number"))?,
         };
-        let auth = url.password().map(|p| ((!url.username().is_empty()).then(|| url.username().to_string()), p.to_string()));
+        let decode = crate::execute::percent::percent_decode;
+        let auth = url.password().map(|p| ((!url.username().is_empty()).then(|| decode(url.username())), decode(p)));
         let connections = (0..CONNECTIONS).map(|_| tokio::sync::Mutex::new(None)).collect();
         Ok(RedisTarget { address: format!("{host}:{port}"), auth, db, queue, name: format!("redis://{host}:{port}/{db}"), retry, connections, turn: Default::default() })
     }
@@ -224,6 +225,8 @@ mod tests {
         let t = RedisTarget::new("default:pw@cache:6380/3", Retry::once()).unwrap();
         assert_eq!((t.address.as_str(), t.db, t.name.as_str()), ("cache:6380", 3, "redis://cache:6380/3"));
         assert_eq!(t.auth, Some((Some("default".into()), "pw".into())));
+        let escaped = RedisTarget::new(":p%40ss%3Aword@cache:6380", Retry::once()).unwrap();
+        assert_eq!(escaped.auth, Some((None, "p@ss:word".into())), "a percent-encoded password is decoded");
         assert!(RedisTarget::new("cache/x", Retry::once()).is_err());
         assert_eq!(RedisTarget::new("cache/2/replays", Retry::once()).unwrap().queue.as_deref(), Some("replays"));
         let record = serde_json::json!({});
