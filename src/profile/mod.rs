@@ -5,6 +5,7 @@
 mod builtin;
 pub mod classify;
 pub mod learned;
+mod remember;
 mod root_cause;
 mod search;
 pub mod stack;
@@ -65,6 +66,17 @@ impl Normalizer {
             Normalizer::RootCause => root_cause(raw),
             Normalizer::Stack(rules) => rules.signature(raw),
             Normalizer::Category { .. } => raw.trim().to_lowercase(),
+        }
+    }
+
+    /// `with` given `apply(raw)`, for the normalisers that run per row: a template or root
+    /// cause remembered by its text, a stack signature by its trace's shape, uncopied.
+    pub fn with_applied<T>(&self, raw: &str, with: impl FnOnce(&str) -> T) -> T {
+        match self {
+            Normalizer::Template => remember::with_remembered(remember::Of::Template, raw, || template::template(raw), with),
+            Normalizer::RootCause => remember::with_remembered(remember::Of::RootCause, raw, || root_cause(raw), with),
+            Normalizer::Stack(rules) => rules.with_signature(raw, with),
+            other => with(&other.apply(raw)),
         }
     }
 

@@ -2,33 +2,25 @@
 //! different messages, and parsing each costs more than all the rest of reading its row.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
+use crate::profile::remember::{Answers, SEED};
 use crate::profile::search;
 
-/// Shapes remembered per thread before the memory starts over, and the longest trace
-/// remembered at all (a longer one is parsed each time).
-const REMEMBERED: usize = 1 << 16;
+/// The longest trace remembered at all (a longer one is parsed each time).
 const LONGEST: usize = 64 << 10;
 
-/// Each thread's shapes, by a 128-bit digest of the shape under a seed drawn per process (no
-/// dump can aim two shapes at one digest), and the few signatures they have, each once: a
-/// lookup reads 16 bytes and a signature used row after row, where whole shapes (hundreds of
-/// bytes each, thousands of them) compared per row ran out of the cores' caches.
+/// Each thread's shapes: signatures by the rules' number and a 128-bit digest of the shape
+/// (`remember::SEED`), and the text shaped last with its digest, so the slots that read one
+/// trace (its type, and its type with frames) shape it once.
+#[derive(Default)]
 struct Memory {
     key: Vec<u8>,
-    known: HashMap<u128, u32, foldhash::fast::FixedState>,
-    signatures: Vec<String>,
-    numbered: HashMap<String, u32, foldhash::fast::FixedState>,
+    last: (u8, Vec<u8>, Option<u128>),
+    known: Answers<(u64, u128)>,
 }
 
-static SEED: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
-    use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
-});
-
 thread_local! {
-    static MEMORY: RefCell<Memory> = RefCell::new(Memory { key: Vec::new(), known: HashMap::default(), signatures: Vec::new(), numbered: HashMap::default() });
+    static MEMORY: RefCell<Memory> = RefCell::new(Memory::default());
 }
 
 /// How a trace is written: its text, or a JSON string's body as written (escapes in place,
@@ -58,35 +50,33 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
     }
     MEMORY.with(|memory| {
         let mut memory = memory.borrow_mut();
-        let Memory { key, known, signatures, numbered } = &mut *memory;
-        key.clear();
-        key.extend_from_slice(&rules.to_le_bytes());
-        key.push(tag);
-        let shaped = match trace {
-            Written::Text(text) => {
-                shape(text, key);
-                true
-            }
-            Written::Json(raw) => escaped_shape(raw, key),
+        let Memory { key, last, known } = &mut *memory;
+        let digest = if last.0 == tag && last.1 == text.as_bytes() {
+            last.2
+        } else {
+            key.clear();
+            key.push(tag);
+            let shaped = match trace {
+                Written::Text(text) => {
+                    shape(text, key);
+                    true
+                }
+                Written::Json(raw) => escaped_shape(raw, key),
+            };
+            // A shape that could be ambiguous is neither looked up nor remembered.
+            let digest = shaped.then(|| xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED));
+            last.1.clear();
+            last.1.extend_from_slice(text.as_bytes());
+            (last.0, last.2) = (tag, digest);
+            digest
         };
-        // A shape that could be ambiguous is neither looked up nor remembered.
-        let digest = shaped.then(|| xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED));
-        if let Some(number) = digest.and_then(|digest| known.get(&digest)) {
-            return with(&signatures[*number as usize]);
+        if let Some(signature) = digest.and_then(|digest| known.get(&(rules, digest))) {
+            return with(signature);
         }
         let (signature, with_frames) = compute();
         let out = with(&signature);
         if let Some(digest) = digest.filter(|_| with_frames) {
-            if known.len() >= REMEMBERED {
-                known.clear();
-                signatures.clear();
-                numbered.clear();
-            }
-            let number = *numbered.entry(signature).or_insert_with_key(|signature| {
-                signatures.push(signature.clone());
-                signatures.len() as u32 - 1
-            });
-            known.insert(digest, number);
+            known.remember((rules, digest), signature);
         }
         out
     })

@@ -378,10 +378,8 @@ impl Layout {
                     None if !slot.required => Cow::Borrowed(""),
                     None => return Err(absent(name, cell)),
                 };
-                if let Normalizer::Stack(rules) = normalizer {
-                    rules.with_signature(&text, |signature| push_part(key, signature));
-                } else if slot.per_row {
-                    push_part(key, &normalizer.apply(&text));
+                if slot.per_row {
+                    normalizer.with_applied(&text, |normalized| push_part(key, normalized));
                 } else {
                     push_part(key, &text);
                 }
