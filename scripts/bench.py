@@ -12,6 +12,7 @@ trend from 28 daily states against the same trend re-reading the 28 daily dumps)
 import argparse
 import json
 import random
+import re
 import os
 import shutil
 import socket
@@ -527,6 +528,44 @@ def kcat_dumps(path_nested, path_flat, rows):
     open(stamp, "w").close()
 
 
+YAJL_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x0C: b"\\f", 0x08: b"\\b"}
+YAJL_SPECIAL = re.compile(rb'["\\\x00-\x1f]')
+
+
+def yajl_string(data):
+    """A JSON string as kcat's yajl writes bytes: the few escapes it makes, the rest raw."""
+    return b'"' + YAJL_SPECIAL.sub(lambda m: YAJL_ESCAPES.get(m.group()[0]) or b"\\u00%02X" % m.group()[0], data) + b'"'
+
+
+def spring_dump(path, rows):
+    """The same failures as kcat_dumps' as Spring's DeadLetterPublishingRecoverer writes them
+    (see profiles/spring-kafka.toml): original partition, offset and timestamp as 4- and 8-byte
+    big-endian binary headers, the cause in a wrapper's stack trace; written once."""
+    stamp = path + f".rows-{rows}"
+    if os.path.exists(path) and os.path.exists(stamp):
+        return
+    print(f"generating {path} ({rows} rows) …", file=sys.stderr)
+    wrapper = "org.springframework.kafka.listener.ListenerExecutionFailedException"
+    with open(path, "wb") as out:
+        for i in range(rows):
+            cls, message, cause = KCAT_CAUSES[(i * 7919) % len(KCAT_CAUSES)]
+            cause = cause.format(n=10000 + i % 977)
+            root = cause.removeprefix("Caused by: ").split(": ", 1)[0]
+            trace = (f"{wrapper}: Listener method 'listen' threw exception; {message}\n\tat org.springframework.kafka.listener.KafkaMessageListenerContainer$ListenerConsumer.doInvokeRecordListener(KafkaMessageListenerContainer.java:{2800 + i % 50})\n"
+                     f"\tat java.base/java.lang.Thread.run(Thread.java:1583)\n{cause}\n\tat com.shop.orders.OrderListener.listen(OrderListener.java:{40 + i % 9})\n\t... 13 more\n")
+            headers = [(b"traceparent", f"00-{i:032x}-{i:016x}-01".encode()), (b"__TypeId__", b"com.shop.orders.Order"),
+                       (b"kafka_dlt-original-topic", b"orders"), (b"kafka_dlt-original-partition", (i % 12).to_bytes(4, "big")),
+                       (b"kafka_dlt-original-offset", (1_000_000 + i).to_bytes(8, "big")), (b"kafka_dlt-original-timestamp", (1795849100000 + i * 37).to_bytes(8, "big")),
+                       (b"kafka_dlt-original-timestamp-type", b"CreateTime"), (b"kafka_dlt-original-consumer-group", b"orders-service"),
+                       (b"kafka_dlt-exception-fqcn", wrapper.encode()), (b"kafka_dlt-exception-cause-fqcn", root.encode()),
+                       (b"kafka_dlt-exception-message", f"Listener method 'listen' threw exception; {message}".encode()), (b"kafka_dlt-exception-stacktrace", trace.encode())]
+            payload = b'{"order_id":"ord-' + str(i).encode() + b'","total":' + str(i % 997).encode() + b"}"
+            head = f'{{"topic":"orders-dlt","partition":{i % 3},"offset":{i},"tstype":"create","ts":{1795849200000 + i * 37},"broker":1,'.encode()
+            flat = b",".join(yajl_string(k) + b"," + yajl_string(v) for k, v in headers)
+            out.write(head + b'"headers":[' + flat + b'],"key":"ord-' + str(i).encode() + b'","payload":' + yajl_string(payload) + b"}\n")
+    open(stamp, "w").close()
+
+
 KCAT_FLAT_PROFILE = """
 name = "kafka-connect-flat"
 id = ["errors_topic", "errors_partition", "errors_offset"]
@@ -583,6 +622,31 @@ def bench_nested(args):
             rss = {n: max(m for _, m in r) for n, r in runs.items()}
             rows.append(f"| {label} | {med['nested']:.2f} s, {rss['nested']:.0f} MiB | {med['flat']:.2f} s, {rss['flat']:.0f} MiB | {med['nested'] / med['flat']:.2f}x (goal 1.5x) | {'same buckets' if same else 'DIFFERENT buckets'} |")
     return rows
+
+
+def bench_spring(args):
+    """rank over Spring DLT kcat rows (binary big-endian headers decoded per row, the cause in
+    a wrapper's stack trace) against the Kafka Connect kcat rows of the same failures: the goal
+    is at most 1.2x."""
+    nested = os.path.join(args.data, f"kcat-{args.rows}.jsonl")
+    spring = os.path.join(args.data, f"spring-{args.rows}.jsonl")
+    kcat_dumps(nested, os.path.join(args.data, f"kcat-flat-{args.rows}.jsonl"), args.rows)
+    spring_dump(spring, args.rows)
+    for path in (nested, spring):
+        cache_as_read_from_disk(path)
+    base = [args.dlqf, "--threads", str(args.threads), "rank", "--format", "json", "--no-progress"]
+    cmds = {"spring": base + [spring, "--profile", "spring-kafka"], "connect": base + [nested, "--profile", "kafka-connect"]}
+    runs, outputs = {"spring": [], "connect": []}, {}
+    for _ in range(args.runs):
+        for name, cmd in cmds.items():
+            wall, rss, out = measure(cmd)
+            runs[name].append((wall, rss))
+            outputs[name] = json.loads(out)
+    counts = {n: sorted(b["count"] for b in o["buckets"]) for n, o in outputs.items()}
+    same = "same bucket counts" if counts["spring"] == counts["connect"] else f"DIFFERENT bucket counts {counts}"
+    med = {n: statistics.median(w for w, _ in r) for n, r in runs.items()}
+    rss = {n: max(m for _, m in r) for n, r in runs.items()}
+    return [f"| {args.rows:,} rows | {med['spring']:.2f} s, {rss['spring']:.0f} MiB | {med['connect']:.2f} s, {rss['connect']:.0f} MiB | {med['spring'] / med['connect']:.2f}x (goal 1.2x) | {same} |"]
 
 
 def main():
@@ -708,6 +772,10 @@ def main():
         print(f"\n| rank, {args.rows:,} kcat-shaped rows | nested (kcat -J) | flat twin | nested / flat | check |")
         print("|---|---:|---:|---:|---|")
         for row in bench_nested(args):
+            print(row)
+        print("\n| rank, Kafka dead letters | Spring DLT, kcat -J (spring-kafka) | Kafka Connect, kcat -J (kafka-connect) | Spring / Connect | check |")
+        print("|---|---:|---:|---:|---|")
+        for row in bench_spring(args):
             print(row)
     if os.path.exists(copied):
         os.remove(copied)
