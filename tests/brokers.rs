@@ -251,3 +251,36 @@ fn a_dead_server_and_an_outage_charge_nothing() {
         assert_eq!(keys.len(), 40, "{live}");
     }
 }
+
+/// 1,500 messages taken, then the broker nacks every one (the queue full, reject-publish): the
+/// storm guard stops the run within 150 failed publishes at --concurrency 8, nothing is charged,
+/// and the rest lands once the queue takes them. A second queue on the fanout exchange is
+/// given every publish, refused or not, so it counts the refused ones.
+#[test]
+#[ignore = "needs RabbitMQ and Redis: make test runs it"]
+fn the_storm_guard_stops_an_amqp_outage_after_1500_messages_within_150_failed_publishes() {
+    let url = vhost("storm");
+    helper("amqp.py", &["refuse", &url, "replays", "replays", "1500"]);
+    helper("amqp.py", &["accept", &url, "replays", "tally"]);
+    let dir = Dir::new();
+    vision_manifest(&dir, 2000);
+    let target = format!("{url}/replays");
+    let (run, report) = execute(&dir, &target, &["--concurrency", "8"]);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(run.stderr.contains("storm guard"), "{}", run.stderr);
+    assert_eq!((report["outcomes"]["replayed"].as_u64(), report["outcomes"]["replay_failed"].as_u64()), (Some(1500), Some(0)), "{report}");
+    let failed = read_queue(&url, "tally").len() - 1500;
+    assert!(failed <= 150, "{failed} publishes refused after the outage began");
+    let key = |m: &Value| m["properties"]["headers"]["dlqf-idempotency-key"].as_str().unwrap().to_string();
+    let first: Vec<String> = read_queue(&url, "replays").iter().map(key).collect();
+    assert_eq!(first.len(), 1500);
+
+    helper("amqp.py", &["accept", &url, "replays", "replays"]);
+    let (run, report) = execute(&dir, &target, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(report["outcomes"]["replayed"], 500, "{report}");
+    assert!(nothing_quarantined(&dir), "an outage poisons nothing");
+    let all: Vec<String> = first.into_iter().chain(read_queue(&url, "replays").iter().map(key)).collect();
+    let distinct: BTreeSet<&String> = all.iter().collect();
+    assert_eq!((all.len(), distinct.len()), (2000, 2000), "every entry once");
+}

@@ -4,9 +4,11 @@ usage: amqp.py setup URL EXCHANGE:TYPE:ROUTING_KEY:QUEUE ...   declare durable e
                                                                queues (emptied) and bind them
                                                                (an empty EXCHANGE: a queue
                                                                alone, for the default exchange)
-       amqp.py refuse URL EXCHANGE QUEUE   QUEUE made anew, bound to the fanout EXCHANGE, full
-                                       (x-max-length 0, reject-publish): the broker refuses
-                                       every message (nacks it), as in an outage
+       amqp.py refuse URL EXCHANGE QUEUE [N]   QUEUE made anew, bound to the fanout EXCHANGE,
+                                       full after N messages (x-max-length N, default 0,
+                                       reject-publish): the broker then refuses every message
+                                       (nacks it, still routing it to the exchange's other
+                                       queues), as in an outage
        amqp.py accept URL EXCHANGE QUEUE   QUEUE made anew without a limit
        amqp.py read URL QUEUE          print every message as a JSON line (and take it off):
                                        exchange, routing_key, body (base64), properties (the
@@ -44,7 +46,8 @@ if cmd == "setup":
 elif cmd in ("refuse", "accept"):
     exchange, queue = sys.argv[3], sys.argv[4]
     channel.queue_delete(queue=queue)
-    limit = {"x-max-length": 0, "x-overflow": "reject-publish"} if cmd == "refuse" else None
+    after = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+    limit = {"x-max-length": after, "x-overflow": "reject-publish"} if cmd == "refuse" else None
     channel.queue_declare(queue=queue, durable=True, arguments=limit)
     channel.exchange_declare(exchange=exchange, exchange_type="fanout", durable=True)
     channel.queue_bind(queue=queue, exchange=exchange)
