@@ -124,12 +124,16 @@ impl<'r> LineDecoder<'r> {
             let mut cells = spare.pop().unwrap_or_else(|| vec![Cell::Missing; rows.layout.columns.len()]);
             tally.lines += 1;
             let (parsed, next) = match picker.read_raw(bytes, at, &mut cells) {
-                Some(end) => {
-                    debug_assert!(std::str::from_utf8(&bytes[at..end]).is_ok(), "a line read raw is UTF-8");
-                    // SAFETY: a line `read_raw` reads is valid UTF-8 (see `Shape::read_raw`).
-                    let text = unsafe { std::str::from_utf8_unchecked(&bytes[at..end]) };
+                Some((end, text)) => {
+                    debug_assert_eq!(std::str::from_utf8(&bytes[at..end]).is_ok(), text, "a line read raw is UTF-8 when it says so");
+                    let line = if text {
+                        // SAFETY: `read_raw` found the line UTF-8 (see `Shape::read_raw`).
+                        Line::Text(unsafe { std::str::from_utf8_unchecked(&bytes[at..end]) })
+                    } else {
+                        Line::Bytes(&bytes[at..end])
+                    };
                     let newline = if bytes.get(end) == Some(&b'\r') { 2 } else { 1 };
-                    (Ok(Line::Text(text)), (end + newline).min(bytes.len()))
+                    (Ok(line), (end + newline).min(bytes.len()))
                 }
                 None => match read_full(bytes, at, picker, &mut cells) {
                     (Some(parsed), next) => (parsed, next),

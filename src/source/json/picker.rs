@@ -109,18 +109,18 @@ impl<'n> FieldPicker<'n> {
     }
 
     /// Reads the line from `start` of `chunk` by a kept shape straight from its bytes (see
-    /// `Shape::read_raw`): where the line ends, or None to leave it to `pick`. `cells` are
-    /// the ones given with the picker's last line, or all `Missing`.
+    /// `Shape::read_raw`): where the line ends and whether it is UTF-8, or None to leave it to
+    /// `pick`. `cells` are the ones given with the picker's last line, or all `Missing`.
     #[inline]
-    pub fn read_raw<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<usize> {
+    pub fn read_raw<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<(usize, bool)> {
         // Most lines have the last line's shape, read raw: its cells are all overwritten.
         #[cfg(target_arch = "x86_64")]
         if self.cells_of_first {
             // SAFETY: the last line was read raw, so the kernel is AVX2, only ever chosen on a
             // CPU that has AVX2 and BMI1.
-            if let Some((end, borrowed)) = unsafe { self.shapes[0].read_raw(chunk, start, cells, self.tree) } {
-                self.cells_of_first = borrowed;
-                return Some(end);
+            if let Some(line) = unsafe { self.shapes[0].read_raw(chunk, start, cells, self.tree) } {
+                self.cells_of_first = line.borrowed;
+                return Some((line.end, line.text));
             }
             return self.read_raw_by_other_shapes(chunk, start, cells, 1);
         }
@@ -129,17 +129,17 @@ impl<'n> FieldPicker<'n> {
 
     /// `read_raw` by the kept shapes from the `from`th on, each on cells reset first.
     #[inline(never)]
-    fn read_raw_by_other_shapes<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>], from: usize) -> Option<usize> {
+    fn read_raw_by_other_shapes<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>], from: usize) -> Option<(usize, bool)> {
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Avx2 && self.paused == 0 {
             for i in from..self.shapes.len() {
                 cells.iter_mut().for_each(|c| *c = Cell::Missing);
                 // SAFETY: `Kernel::Avx2` is only ever chosen on a CPU that has AVX2 and BMI1.
-                if let Some((end, borrowed)) = unsafe { self.shapes[i].read_raw(chunk, start, cells, self.tree) } {
+                if let Some(line) = unsafe { self.shapes[i].read_raw(chunk, start, cells, self.tree) } {
                     self.shapes[..=i].rotate_right(1);
                     self.misses = 0;
-                    self.cells_of_first = borrowed;
-                    return Some(end);
+                    self.cells_of_first = line.borrowed;
+                    return Some((line.end, line.text));
                 }
             }
         }
@@ -392,23 +392,48 @@ mod tests {
         let chunk = if last { line.to_vec() } else { [line, b"\n", NEXT_LINE].concat() };
         let mut cells = vec![Cell::Missing; picker.tree.cells()];
         let picked = match picker.read_raw(&chunk, 0, &mut cells) {
-            Some(end) => {
+            Some((end, text)) => {
+                assert_eq!(text, std::str::from_utf8(&chunk[..end]).is_ok(), "a line read raw says whether it is UTF-8");
                 // Before a last `\r`, as the decoder cuts lines.
                 let want = line.len() - usize::from(line.ends_with(b"\r"));
                 assert_eq!(end, want, "a line read raw ends at its end: {:?}", String::from_utf8_lossy(line));
                 Ok(())
             }
-            None => match std::str::from_utf8(line.strip_suffix(b"\r").unwrap_or(line)) {
-                Ok(text) => picker.pick(text, &mut cells),
-                Err(e) => Err(e.to_string()),
-            },
+            None => {
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                match std::str::from_utf8(line) {
+                    Ok(text) => picker.pick(text, &mut cells),
+                    Err(_) => picker.pick_bytes(line, &mut cells),
+                }
+            }
         };
         picked.ok().map(|_| cells.into_iter().map(Cell::into_owned).collect())
     }
 
-    /// What serde_json makes of a line of bytes: nothing unless it is UTF-8.
-    fn reference_bytes(line: &[u8], names: &[String]) -> Option<Vec<Cell<'static>>> {
-        reference(std::str::from_utf8(line).ok()?, names)
+    /// Checks what the decoder made of a line of bytes against serde_json: a UTF-8 line as
+    /// serde_json reads it; one that is not, if accepted, as serde_json reads it with each bad
+    /// byte replaced, a named string that holds one as its bytes (whose lossy text that is).
+    fn assert_read_as_serde_json(got: Option<Vec<Cell<'static>>>, line: &[u8], names: &[String]) {
+        let shown = String::from_utf8_lossy(line);
+        match std::str::from_utf8(line) {
+            Ok(text) => assert_eq!(got, reference(text, names), "line: {shown:?}"),
+            Err(_) => {
+                if let Some(got) = got {
+                    assert_eq!(Some(lossy(got)), reference(&shown, names), "line: {shown:?}");
+                }
+            }
+        }
+    }
+
+    /// Cells with each `Bytes` as its lossy text.
+    pub(super) fn lossy(cells: Vec<Cell<'static>>) -> Vec<Cell<'static>> {
+        cells
+            .into_iter()
+            .map(|c| match c {
+                Cell::Bytes(b) => Cell::Str(Cow::Owned(String::from_utf8_lossy(&b).into_owned())),
+                other => other,
+            })
+            .collect()
     }
 
     /// Checks one line with a picker that has seen the lines before it (so the key-order
@@ -511,7 +536,7 @@ mod tests {
             // As the decoder reads it (raw by the line before's shape, where one fits), and
             // then the real line again, so that the next mutation is read by its shape.
             let agree = |bytes: &[u8], picker: &mut FieldPicker| {
-                assert_eq!(decode_line(picker, bytes, false), reference_bytes(bytes, &names), "line: {:?}", String::from_utf8_lossy(bytes));
+                assert_read_as_serde_json(decode_line(picker, bytes, false), bytes, &names);
                 assert_eq!(decode_line(picker, line.as_bytes(), false), reference(line, &names));
             };
             for kernel in Kernel::available() {
@@ -521,7 +546,7 @@ mod tests {
                     // The line is read raw by its own shape, and so are its mutations.
                     let chunk = [line.as_bytes(), b"\n", NEXT_LINE].concat();
                     let mut cells = vec![Cell::Missing; names.len()];
-                    assert_eq!(picker.read_raw(&chunk, 0, &mut cells), Some(line.len()));
+                    assert_eq!(picker.read_raw(&chunk, 0, &mut cells), Some((line.len(), true)));
                 }
                 for cut in 0..line.len() {
                     agree(&line.as_bytes()[..cut], &mut picker);
@@ -630,8 +655,8 @@ mod tests {
                                 let mut picker = FieldPicker::with_kernel(&names.tree, kernel);
                                 let plain = br#"{"a":"x","z":"y","b":1,"c":"q"}"#;
                                 assert!(decode_line(&mut picker, plain, false).is_some());
-                                let want = reference_bytes(line.strip_suffix(b"\r").unwrap_or(&line), &names);
-                                assert_eq!(decode_line(&mut picker, &line, last), want, "line: {:?}, last: {last}", String::from_utf8_lossy(&line));
+                                let got = decode_line(&mut picker, &line, last);
+                                assert_read_as_serde_json(got, line.strip_suffix(b"\r").unwrap_or(&line), &names);
                             }
                         }
                     }
@@ -662,7 +687,7 @@ mod tests {
             let mut raw = 0;
             for (line, chunk) in lines.iter().zip(&chunks).cycle().take(4 * lines.len()) {
                 match picker.read_raw(chunk, 0, &mut cells) {
-                    Some(end) => {
+                    Some((end, _)) => {
                         assert_eq!(end, line.len());
                         raw += 1;
                     }
@@ -804,9 +829,9 @@ mod nested_tests {
         let chunk: &'static [u8] = Box::leak([line, b"\n", NEXT].concat().into_boxed_slice());
         let mut work: Vec<Cell> = std::mem::take(cells);
         let picked = match picker.read_raw(chunk, 0, &mut work) {
-            Some(end) => {
+            Some((end, text)) => {
                 assert_eq!(end, line.len(), "a line read raw ends at its end: {:?}", String::from_utf8_lossy(line));
-                assert!(std::str::from_utf8(&chunk[..end]).is_ok(), "a line read raw is UTF-8");
+                assert_eq!(std::str::from_utf8(&chunk[..end]).is_ok(), text, "a line read raw says whether it is UTF-8");
                 Ok(())
             }
             None => match std::str::from_utf8(&chunk[..line.len()]) {
@@ -861,11 +886,41 @@ mod nested_tests {
                 let same = r#"{"ts":99,"h":["k.a","other","b","values"],"u":{"deep":[7,{"q":"ü"}]},"o":{"x":"w"},"s":"t9"}"#;
                 let chunk = [same.as_bytes(), b"\n", NEXT].concat();
                 let mut fresh = vec![Cell::Missing; leaves.len()];
-                assert_eq!(picker.read_raw(&chunk, 0, &mut fresh), Some(same.len()));
+                assert_eq!(picker.read_raw(&chunk, 0, &mut fresh), Some((same.len(), true)));
                 assert_eq!(Some(owned(fresh)), reference(same, &leaves));
                 let chunk = [lines[1].as_bytes(), b"\n", NEXT].concat();
                 let mut fresh = vec![Cell::Missing; leaves.len()];
                 assert_eq!(picker.read_raw(&chunk, 0, &mut fresh), None);
+            }
+            // Lines that are not UTF-8 (kcat's binary header values: bytes below 0x20 escaped,
+            // the rest raw) are read raw by their shape too, a named value that is not text as
+            // its bytes, as a full parse reads them.
+            if kernel == crate::json_scan::Kernel::Avx2 {
+                let binary = |ts: &[u8], a: &[u8], b: &[u8], s: &[u8], unnamed: &[u8]| -> Vec<u8> {
+                    let parts: [&[u8]; 9] = [br#"{"ts":"#, ts, br#","h":["k.a",""#, a, br#"","b",""#, b, br#""],"u":{"deep":[""#, unnamed, br#""]},"o":{"x":"y"},"s":""#];
+                    [&parts.concat(), s, b"\"}"].concat()
+                };
+                let lines = [
+                    binary(b"1", b"\\u0000\\u0000\\u0001\xa4", b"\xff\xfe", b"t", b"\x80"),
+                    binary(b"2", b"\\u0000\\u0000\\u0000\\u0007", b"plain", b"\xc3\xa9\xff", b"ascii"),
+                    binary(b"3", b"\xe9t\xc3\xa9", b"\\u0001\xff", b"\\u00e9", b"\\u0001\xfe"),
+                    binary(b"4", b"text \\u00e9 \xc3\xa9", b"text", b"t", b"\xc3\xa9"),
+                    binary(b"5", b"text", b"text", b"t", b"\xc3"),
+                ];
+                for first in &lines {
+                    for line in &lines {
+                        let mut picker = FieldPicker::with_kernel(&tree, kernel);
+                        let mut cells = vec![Cell::Missing; leaves.len()];
+                        decode(&mut picker, first, &mut cells);
+                        let chunk = [line.as_slice(), b"\n", NEXT].concat();
+                        let mut raw = vec![Cell::Missing; leaves.len()];
+                        let read = picker.read_raw(&chunk, 0, &mut raw);
+                        assert_eq!(read, Some((line.len(), std::str::from_utf8(line).is_ok())), "{:?} after {:?}", String::from_utf8_lossy(line), String::from_utf8_lossy(first));
+                        let mut full = vec![Cell::Missing; leaves.len()];
+                        FieldPicker::with_kernel(&tree, kernel).pick_bytes(line, &mut full).unwrap();
+                        assert_eq!(owned(raw), owned(full), "{:?}", String::from_utf8_lossy(line));
+                    }
+                }
             }
             // Every byte of a line replaced by every other value, each read after the line
             // itself (so by its shape, raw where it can be).
@@ -882,14 +937,8 @@ mod nested_tests {
                         // Not UTF-8: read as serde_json reads it with the byte replaced, a kept
                         // string that holds the byte as its bytes (whose lossy text that is).
                         Err(_) => {
-                            let lossy = |cells: Vec<Cell<'static>>| -> Vec<Cell<'static>> {
-                                cells.into_iter().map(|c| match c {
-                                    Cell::Bytes(b) => Cell::Str(Cow::Owned(String::from_utf8_lossy(&b).into_owned())),
-                                    other => other,
-                                }).collect()
-                            };
                             if let Some(got) = got {
-                                assert_eq!(Some(lossy(got)), reference(&String::from_utf8_lossy(&mutated), &leaves), "{kernel:?}: {:?}", String::from_utf8_lossy(&mutated));
+                                assert_eq!(Some(super::tests::lossy(got)), reference(&String::from_utf8_lossy(&mutated), &leaves), "{kernel:?}: {:?}", String::from_utf8_lossy(&mutated));
                             }
                         }
                     }

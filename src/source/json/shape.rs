@@ -114,6 +114,7 @@ impl Step {
                     Ok(())
                 }
                 None => match slot {
+                    Some(i) if p.over_bytes_mode() => string_or_bytes(p).map(|cell| cells[i] = cell),
                     Some(i) => p.string_body().map(|s| cells[i] = Cell::Str(s)),
                     None => p.skip_string_body(),
                 },
@@ -122,6 +123,20 @@ impl Step {
             (false, None) => p.skip_value(1),
         };
         read.is_ok()
+    }
+}
+
+/// The rest of a string whose opening quote is behind, over bytes that may not be UTF-8: its
+/// text, or its bytes where they are not text (kcat's binary header values), as `value_at`
+/// reads it in a full parse.
+fn string_or_bytes<'a>(p: &mut Parser<'a>) -> Result<Cell<'a>, String> {
+    let body = p.pos();
+    match p.string_body() {
+        Ok(text) => Ok(Cell::Str(text)),
+        Err(_) => {
+            p.seek(body - 1);
+            p.string_bytes().map(Cell::Bytes)
+        }
     }
 }
 
@@ -160,21 +175,23 @@ impl Shape {
     /// Reads the line that starts at `start` of `chunk` straight from the bytes, when it has
     /// this shape and its values need only the plainer readings (strings, integers of up to
     /// 18 digits, literals): returns where the line ends (at its `\n` or its `\r\n`) with the
-    /// named cells set, and whether they own nothing (no string had to be unescaped). None
-    /// leaves the line to `read`, cells possibly half filled; so does a line that ends within
-    /// 64 bytes of the chunk's end (one a chunk). The cells must own no string: the values
-    /// they held are overwritten, not dropped.
+    /// named cells set, whether they own nothing (no string had to be unescaped), and whether
+    /// the line is UTF-8. None leaves the line to `read`, cells possibly half filled; so does
+    /// a line that ends within 64 bytes of the chunk's end (one a chunk). The cells must own
+    /// no string: the values they held are overwritten, not dropped.
     ///
-    /// Such a line is valid UTF-8 and valid JSON: the bytes between its values were cut from a
-    /// valid line next to ASCII bytes (quotes, digits, letters), a string holding a byte above
-    /// 0x7f or an escape is checked, integers and literals are ASCII; and no step reads past a
-    /// newline (it stops a string, ends a number, and no run holds one).
+    /// Such a line is valid JSON over bytes, as `pick_bytes` reads it: the bytes between its
+    /// values were cut from a valid line next to ASCII bytes (quotes, digits, letters), a
+    /// string holding a byte above 0x7f or an escape is checked, integers and literals are
+    /// ASCII; and no step reads past a newline (it stops a string, ends a number, and no run
+    /// holds one). Where its strings are UTF-8 it is UTF-8 text; a named string that is not
+    /// is its bytes (`Cell::Bytes`), as kcat writes binary header values.
     ///
     /// # Safety
     /// The CPU must have AVX2 and BMI1.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1")]
-    pub unsafe fn read_raw<'a>(&self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>], tree: &FieldTree) -> Option<(usize, bool)> {
+    pub unsafe fn read_raw<'a>(&self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>], tree: &FieldTree) -> Option<RawLine> {
         // A piece that starts at or before `limit` has its 32 bytes in the chunk, and so have
         // the first 32 of the value after it.
         let limit = chunk.len().checked_sub(64)?;
@@ -184,6 +201,7 @@ impl Shape {
         // From the first unnamed string with a byte above 0x7f to the end of the last one.
         let mut high = (usize::MAX, 0);
         let mut borrowed = true;
+        let mut text = true;
         let mut pos = start;
         for step in &self.raw {
             if pos > limit {
@@ -204,33 +222,41 @@ impl Shape {
                     if stop != b'"' {
                         let named = step.slot != NO_SLOT;
                         let kept = named && tree.keeps_escaped(step.slot as usize);
-                        let (text, end) = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named && !kept))??;
+                        let escaped = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named && !kept))??;
+                        text &= escaped.utf8;
                         if kept {
+                            // Left escaped only as text.
+                            if !escaped.utf8 {
+                                return None;
+                            }
                             // SAFETY: `escaped_string` checked these bytes are UTF-8 (and every
                             // escape in them) before it returned.
-                            let raw = unsafe { std::str::from_utf8_unchecked(&chunk[pos..=end]) };
+                            let raw = unsafe { std::str::from_utf8_unchecked(&chunk[pos..=escaped.end]) };
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
                             overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Escaped(raw));
-                        } else if let Some(text) = text {
+                        } else if let Some(cell) = escaped.cell {
+                            borrowed &= !matches!(cell, Cell::Str(Cow::Owned(_)) | Cell::Bytes(Cow::Owned(_)));
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
-                            overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(text));
-                            borrowed = false;
+                            overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, cell);
                         }
-                        pos = end + 1;
+                        pos = escaped.end + 1;
                         continue;
                     }
                     if step.slot != NO_SLOT {
                         // SAFETY: `pos <= end`, both inside the chunk.
                         let body = unsafe { chunk.get_unchecked(pos..end) };
                         // A named string is checked at once (they are seldom above ASCII).
-                        let text = if above {
-                            simdutf8::basic::from_utf8(body).ok()?
-                        } else {
+                        let cell = if !above {
                             // SAFETY: no byte of the body is above 0x7f: it is ASCII.
-                            unsafe { std::str::from_utf8_unchecked(body) }
+                            Cell::Str(Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(body) }))
+                        } else if let Ok(body) = simdutf8::basic::from_utf8(body) {
+                            Cell::Str(Cow::Borrowed(body))
+                        } else {
+                            text = false;
+                            Cell::Bytes(Cow::Borrowed(body))
                         };
                         // SAFETY: every slot is below `self.cells <= cells.len()`.
-                        overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Str(Cow::Borrowed(text)));
+                        overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, cell);
                     } else if above {
                         high = (high.0.min(pos), end);
                     }
@@ -265,11 +291,22 @@ impl Shape {
         }
         // The unnamed strings with a byte above 0x7f are checked at once, with what lies
         // between them (valid runs, strings): cheaper than string by string.
-        if high.0 < high.1 && simdutf8::basic::from_utf8(&chunk[high.0..high.1]).is_err() {
-            return None;
+        if text && high.0 < high.1 && simdutf8::basic::from_utf8(&chunk[high.0..high.1]).is_err() {
+            text = false;
         }
-        Some((pos, borrowed))
+        Some(RawLine { end: pos, borrowed, text })
     }
+}
+
+/// A line `Shape::read_raw` read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct RawLine {
+    /// Where it ends: at its `\n` or its `\r\n`.
+    pub end: usize,
+    /// The cells it set own no string.
+    pub borrowed: bool,
+    /// It is UTF-8 text (else bytes, as kcat writes binary values).
+    pub text: bool,
 }
 
 /// The value at `pos` where the shape's line had an object or array (or a node's value), read
@@ -298,15 +335,24 @@ fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a
     Some((p.pos(), owns))
 }
 
+/// A string with an escape read raw: its cell if named, where its closing quote is, and
+/// whether its bytes are UTF-8.
+#[cfg(target_arch = "x86_64")]
+struct EscapedString<'a> {
+    cell: Option<Cell<'a>>,
+    end: usize,
+    utf8: bool,
+}
+
 /// A string with an escape, from its first byte at `from` and its first escape at `escape`:
-/// its text if `named` (unescaped by the parser), and where its closing quote is; None when
-/// it is not a valid JSON string or not closed inside the chunk. Its escapes are checked
-/// where they stand and its bytes as UTF-8; only a named one is unescaped (the others are
-/// not kept).
+/// if `named`, its text (unescaped by the parser), or its bytes where they are not UTF-8;
+/// None when it is not a valid JSON string or not closed inside the chunk. Its escapes are
+/// checked where they stand and its bytes as UTF-8; only a named one is unescaped (the others
+/// are not kept).
 #[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(never)]
-fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<(Option<Cow<'_, str>>, usize)> {
+fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<EscapedString<'_>> {
     use crate::json_scan::{string_end, Kernel};
     // Only the AVX2 kernel reads lines raw.
     // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2.
@@ -315,12 +361,17 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Opti
     let bytes = &chunk[from..=end];
     let text = if bytes.is_ascii() {
         // SAFETY: ASCII is UTF-8.
-        unsafe { std::str::from_utf8_unchecked(bytes) }
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
     } else {
-        std::str::from_utf8(bytes).ok()?
+        simdutf8::basic::from_utf8(bytes).ok()
     };
-    let value = if named { Some(Parser::with_kernel(text, Kernel::Avx2).string_body().ok()?) } else { None };
-    Some((value, end))
+    let cell = match (named, text) {
+        (false, _) => None,
+        (true, Some(text)) => Some(Cell::Str(Parser::with_kernel(text, Kernel::Avx2).string_body().ok()?)),
+        // With its opening quote, which `string_bytes` starts at.
+        (true, None) => Some(Cell::Bytes(Parser::over_bytes(&chunk[from - 1..=end], Kernel::Avx2).string_bytes().ok()?)),
+    };
+    Some(EscapedString { cell, end, utf8: text.is_some() })
 }
 
 /// Sets a cell that owns no string (see `Shape::read_raw`): what it held needs no drop, and
