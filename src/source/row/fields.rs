@@ -69,6 +69,14 @@ impl FieldAt {
         }
     }
 
+    /// The leaves of the alternatives read as they are (no stages), in order.
+    pub fn unstaged_leaves(&self) -> impl Iterator<Item = usize> + '_ {
+        self.alternatives.iter().filter_map(|a| match a {
+            AltAt::Leaf { leaf, stages, .. } if stages.is_empty() => Some(*leaf),
+            _ => None,
+        })
+    }
+
     /// Whether a stage of the field takes a whole array or object, read from the record's text.
     pub fn needs_record(&self) -> bool {
         self.alternatives.iter().any(|a| matches!(a, AltAt::Leaf { whole: Some(_), .. }))

@@ -205,10 +205,10 @@ impl Layout {
             Some(DirectColumns { id: top(id)?, time: top(&time)?, attempts, signature: slots.iter().map(|s| top(&s.field)).collect::<Option<_>>()? })
         })();
         let mut tree = FieldTree::new(&leaves);
-        // A stack field's string may stay escaped: its signature is remembered by the shape
-        // of the text as written.
+        // A stack field's strings may stay escaped (each alternative's, `a // b`): its
+        // signature is remembered by the shape of the text as written.
         for slot in slots.iter().filter(|s| matches!(s.normalizer, Normalizer::Stack(_))) {
-            if let Some(leaf) = slot.field.plain() {
+            for leaf in slot.field.unstaged_leaves() {
                 tree.keep_escaped(leaf);
             }
         }
