@@ -143,6 +143,14 @@ fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
 /// A leaf's value through its stages: a string, bytes or (for stages that take them, read
 /// from the record's text at `whole`) an array or object in, a cell out.
 fn decode_cell(cell: &Cell, stages: &[Stage], whole: Option<&[Step]>, context: &RowContext) -> Result<Cell<'static>, String> {
+    // A binary integer alone (Spring's partition and offset on every row): read in place.
+    if let [Stage::IntBe] = stages {
+        match cell {
+            Cell::Bytes(bytes) => return crate::path::int_be(bytes).map(Cell::Int),
+            Cell::Str(text) => return crate::path::int_be(text.as_bytes()).map(Cell::Int),
+            _ => {}
+        }
+    }
     let value = match (cell, whole) {
         (Cell::Missing | Cell::Null, _) => return Ok(Cell::Missing),
         (Cell::Str(s), _) => Decoded::Json(Value::String(s.to_string())),
@@ -162,3 +170,26 @@ fn decode_cell(cell: &Cell, stages: &[Stage], whole: Option<&[Step]>, context: &
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binary integer read in place is what the stages make of the same bytes, as bytes and
+    /// as text, errors included.
+    #[test]
+    fn int_be_read_in_place_agrees_with_the_stages() {
+        let values: [&[u8]; 7] = [&[0, 0, 0, 5], &[0xff], &[0, 0, 0, 0, 0, 0x0f, 0x42, 0x40], &[], &[1; 9], &[0x80, 0], b"7"];
+        for bytes in values {
+            let staged = crate::path::decode(Decoded::Bytes(bytes.to_vec()), &[Stage::IntBe]).map(|d| match d {
+                Some(Decoded::Json(v)) => Cell::of_json(Some(&v)),
+                other => panic!("{other:?}"),
+            });
+            let context = RowContext::default();
+            assert_eq!(decode_cell(&Cell::Bytes(Cow::Borrowed(bytes)), &[Stage::IntBe], None, &context), staged, "{bytes:?}");
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                assert_eq!(decode_cell(&Cell::Str(Cow::Borrowed(text)), &[Stage::IntBe], None, &context), staged, "{bytes:?}");
+            }
+        }
+    }
+}
