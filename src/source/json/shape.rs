@@ -346,32 +346,38 @@ struct EscapedString<'a> {
 
 /// A string with an escape, from its first byte at `from` and its first escape at `escape`:
 /// if `named`, its text (unescaped by the parser), or its bytes where they are not UTF-8;
-/// None when it is not a valid JSON string or not closed inside the chunk. Its escapes are
-/// checked where they stand and its bytes as UTF-8; only a named one is unescaped (the others
-/// are not kept).
+/// None when it is not a valid JSON string or not closed within its line. Its escapes are
+/// checked and its bytes as UTF-8; only a named one is unescaped (the others are not kept).
 #[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(never)]
 fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<EscapedString<'_>> {
     use crate::json_scan::{string_end, Kernel};
     // Only the AVX2 kernel reads lines raw.
+    if named {
+        // Decoded in the one pass that finds its end and checks its escapes (from its opening
+        // quote, where `string_bytes` starts), its bytes as written then checked as UTF-8.
+        let mut p = Parser::over_bytes(&chunk[from - 1..], Kernel::Avx2);
+        let decoded = p.string_bytes().ok()?;
+        let end = from - 1 + p.pos() - 1;
+        let written = &chunk[from..end];
+        let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
+        let cell = if utf8 {
+            // Text with its escapes decoded to characters is text.
+            Cell::Str(match decoded {
+                Cow::Borrowed(bytes) => Cow::Borrowed(std::str::from_utf8(bytes).ok()?),
+                Cow::Owned(bytes) => Cow::Owned(String::from_utf8(bytes).ok()?),
+            })
+        } else {
+            Cell::Bytes(decoded)
+        };
+        return Some(EscapedString { cell: Some(cell), end, utf8 });
+    }
     // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2.
     let end = unsafe { string_end(chunk, escape, Kernel::Avx2) }.ok()?;
-    // With its closing quote, which the parser reads past. Often ASCII: escapes are.
-    let bytes = &chunk[from..=end];
-    let text = if bytes.is_ascii() {
-        // SAFETY: ASCII is UTF-8.
-        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
-    } else {
-        simdutf8::basic::from_utf8(bytes).ok()
-    };
-    let cell = match (named, text) {
-        (false, _) => None,
-        (true, Some(text)) => Some(Cell::Str(Parser::with_kernel(text, Kernel::Avx2).string_body().ok()?)),
-        // With its opening quote, which `string_bytes` starts at.
-        (true, None) => Some(Cell::Bytes(Parser::over_bytes(&chunk[from - 1..=end], Kernel::Avx2).string_bytes().ok()?)),
-    };
-    Some(EscapedString { cell, end, utf8: text.is_some() })
+    let written = &chunk[from..end];
+    let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
+    Some(EscapedString { cell: None, end, utf8 })
 }
 
 /// Sets a cell that owns no string (see `Shape::read_raw`): what it held needs no drop, and
