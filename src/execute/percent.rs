@@ -1,24 +1,10 @@
 //! A URL's user, password, virtual host and query values are percent-encoded: the ledger's
 //! and the targets' URLs decode them with this one function.
 
-/// `%XX` escapes decoded; a `%` not followed by two hex digits is kept as it is.
+/// `%XX` escapes decoded; a `%` not followed by two hex digits is kept as it is, and bytes
+/// that are not UTF-8 are replaced.
 pub fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
