@@ -5,6 +5,7 @@
 mod context;
 mod parts;
 mod quoted;
+mod status;
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -21,13 +22,16 @@ const MAX_TOKENS: usize = 100;
 pub const PLACEHOLDER: &str = "<*>";
 /// Changes whenever a rule below changes what a message's template is, so partial states made
 /// under other rules are refused rather than merged into different buckets.
-pub const RULES_VERSION: u32 = 3;
+pub const RULES_VERSION: u32 = 4;
 
 static EMAIL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").unwrap());
 static URL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\x22<>]+").unwrap());
-static ASSIGNED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"=[^\s,;&)\]}]+").unwrap());
+static ASSIGNED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(\w*)=([^\s,;&)\]}]+)").unwrap());
+/// Jackson's location of a parse error, `[Source: (byte[])"{…}"; line: 1, column: 57]`, whose
+/// source is an excerpt of the payload (`[truncated N bytes]`, or `REDACTED (…)` from 2.16).
+static JACKSON_SOURCE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[Source: .*?; line: -?\d+, column: -?\d+\]").unwrap());
 
 /// A template with the values each rule masked, in order.
 pub struct Explained {
@@ -61,13 +65,20 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
             m.push(Mask { rule, value: value.to_string() });
         }
     };
+    // Each rule runs only on a message holding its sign (`[Source: `, a quote, `://`, `@`, `=`).
+    let mut masked = Cow::Borrowed(capped);
+    if search::find(masked.as_bytes(), b"[Source: ").is_some() {
+        masked = jackson_source(masked, &mut note);
+    }
     let quoted = |quoted: &str| {
-        let inner = &quoted[1..quoted.len() - 1];
+        // (After a prefix, as Python's `b'…'`.)
+        let open = quoted.find(['\'', '"', '`']).unwrap_or(0);
+        let inner = &quoted[open + 1..quoted.len() - 1];
         // An HTTP request line keeps its method: GET and DELETE of one path are two causes.
         match inner.split_once(' ').filter(|(method, _)| HTTP_METHODS.contains(method)) {
             Some((method, rest)) => {
                 note("quoted request", rest);
-                format!("{}{method} {PLACEHOLDER}{}", &quoted[..1], &quoted[quoted.len() - 1..])
+                format!("{}{method} {PLACEHOLDER}{}", &quoted[..open + 1], &quoted[quoted.len() - 1..])
             }
             None => {
                 note("quoted", quoted);
@@ -75,10 +86,11 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
             }
         }
     };
-    // Each rule runs only on a message holding its sign (a quote, `://`, `@`, `=`).
-    let mut masked = Cow::Borrowed(capped);
     if masked.contains(['\'', '"', '`']) {
-        masked = quoted::replace_quoted(capped, quoted);
+        masked = match masked {
+            Cow::Borrowed(text) => quoted::replace_quoted(text, quoted),
+            Cow::Owned(text) => Cow::Owned(quoted::replace_quoted(&text, quoted).into_owned()),
+        };
     }
     if search::find(masked.as_bytes(), b"://").is_some() {
         masked = replace(masked, &URL, |c: &regex::Captures| {
@@ -94,13 +106,18 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
     }
     if masked.contains('=') {
         masked = replace(masked, &ASSIGNED, |c: &regex::Captures| {
-            note("key=value", &c[0][1..]);
-            format!("={PLACEHOLDER}")
+            // `status=503` names a cause, as `status code 503` does.
+            if status::is_status_key(&c[1]) && status::code(&c[2]).is_some() {
+                return c[0].to_string();
+            }
+            note("key=value", &c[2]);
+            format!("{}={PLACEHOLDER}", &c[1])
         });
     }
 
     let words: Vec<&str> = words(&masked, MAX_TOKENS * 2);
-    let mut tokens: Vec<Cow<str>> = words.iter().map(|w| shape(w, &mut note)).collect();
+    let statuses = status::status_words(&words);
+    let mut tokens: Vec<Cow<str>> = words.iter().zip(&statuses).map(|(w, &status)| if status { Cow::Borrowed(*w) } else { shape(w, &mut note) }).collect();
     mark_context(&words, &mut tokens, &mut note);
 
     let mut out = String::with_capacity(masked.len());
@@ -160,6 +177,24 @@ fn bracketed_values<'t>(tokens: &'t [Cow<str>]) -> Option<(usize, &'t str)> {
         }
     }
     None
+}
+
+/// `text` with each Jackson location's source (an excerpt of the payload) and its line and
+/// column masked, or, when the message was cut before the location ends, the rest of it.
+fn jackson_source<'a>(text: Cow<'a, str>, note: &mut impl FnMut(&'static str, &str)) -> Cow<'a, str> {
+    const MASKED: &str = "[Source: <*>; line: <*>, column: <*>]";
+    let text = replace(text, &JACKSON_SOURCE, |c: &regex::Captures| {
+        note("payload excerpt", &c[0]);
+        MASKED.to_string()
+    });
+    let start = text.rfind("[Source: ").filter(|&at| !text[at..].starts_with(MASKED));
+    match start {
+        Some(at) => {
+            note("payload excerpt", &text[at..]);
+            Cow::Owned(format!("{}[Source: {PLACEHOLDER}", &text[..at]))
+        }
+        None => text,
+    }
 }
 
 /// `text` with every match of `re` replaced (borrowed still when nothing matched).

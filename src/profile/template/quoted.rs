@@ -1,6 +1,7 @@
 //! Quoted values, found by a scan rather than a pattern: a closing quote is one a value can end
-//! on, so quotes inside a value (`'O''Brien'`, `"{"a":1"`) stay inside it, and quoted parts
-//! joined by `.` or `@` (`'svc'@'%'`, `` `db`.`tbl` ``) are one value, as MySQL writes names.
+//! on, so quotes inside a value (`'O''Brien'`, `"{"a":1"`, Go's `"a \"b\""`) stay inside it,
+//! quoted parts joined by `.` or `@` (`'svc'@'%'`, `` `db`.`tbl` ``) are one value, as MySQL
+//! writes names, and Python's `b'…'` is one value with its prefix.
 
 use std::borrow::Cow;
 
@@ -21,15 +22,25 @@ fn closing_punctuation(c: char) -> bool {
 }
 
 /// The end of the quoted value opened by `quote` at `open`, if it closes on this text: the
-/// first quote (not doubled, as SQL escapes one) followed by a space, the end, or closing
-/// punctuation and then a space, the end or another quote.
+/// first quote (not doubled, as SQL escapes one, nor after a backslash, as Go's `%q` and
+/// Python's repr escape one) followed by a space, the end, or closing punctuation and then a
+/// space, the end or another quote. A value that closes on no quote so (a Windows path's
+/// `'C:\tmp\'`) closes where a backslash is not taken as an escape.
 fn close(text: &str, open: usize, quote: char) -> Option<usize> {
+    close_where(text, open, quote, true).or_else(|| close_where(text, open, quote, false))
+}
+
+fn close_where(text: &str, open: usize, quote: char, escapes: bool) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut at = open + 1;
     while at < bytes.len() {
         let c = bytes[at];
         if c == b'\n' {
             return None;
+        }
+        if escapes && c == b'\\' {
+            at += 2;
+            continue;
         }
         if c == quote as u8 {
             if quote != '`' && bytes.get(at + 1) == Some(&(quote as u8)) {
@@ -61,17 +72,28 @@ fn find(text: &str) -> Vec<Quoted> {
             continue;
         }
         let joined = found.last().is_some_and(|q: &Quoted| q.end + 1 == at && matches!(&text[q.end..at], "." | "@"));
-        if previous.is_none_or(opens_after) || joined {
+        let prefix = string_prefix(&text[..at]);
+        if previous.is_none_or(opens_after) || joined || prefix > 0 {
             if let Some(end) = close(text, at, c) {
                 match found.last_mut().filter(|_| joined) {
                     Some(last) => last.end = end,
-                    None => found.push(Quoted { start: at, end }),
+                    None => found.push(Quoted { start: at - prefix, end }),
                 }
             }
         }
         previous = Some(c);
     }
     found
+}
+
+/// The length of a Python string prefix (`b`, `r`, `u`, `f`, `rb`, `br`, any case) that ends
+/// `before` and stands where a quote may open (`b'\x00'`), or 0.
+fn string_prefix(before: &str) -> usize {
+    let letters = before.len() - before.trim_end_matches(['b', 'r', 'u', 'f', 'B', 'R', 'U', 'F']).len();
+    let prefix = &before[before.len() - letters..];
+    let known = matches!(prefix.to_ascii_lowercase().as_str(), "b" | "r" | "u" | "f" | "rb" | "br" | "fr" | "rf");
+    let opens = before[..before.len() - letters].chars().next_back().is_none_or(opens_after);
+    if known && opens { letters } else { 0 }
 }
 
 /// `text` with each quoted value replaced by what `with` makes of it (the value, quotes
@@ -113,6 +135,17 @@ mod tests {
         assert_eq!(values("key 'it's' here"), ["'it's'"]);
         assert_eq!(values("empty '' and ('a','b')."), ["''", "'a'", "'b'"]);
         assert_eq!(values("unclosed 'abc"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn escaped_quotes_stay_inside_and_a_python_prefix_joins_its_value() {
+        assert_eq!(values(r#"invalid character "a \"b, c\" d" in string"#), [r#""a \"b, c\" d""#]);
+        assert_eq!(values(r"bad payload b'\x00\x01abc, \'def' here"), [r"b'\x00\x01abc, \'def'"]);
+        assert_eq!(values(r"raw rb'\d+' and u'x'"), [r"rb'\d+'", "u'x'"]);
+        // A backslash that ends a Windows path before its quote still lets the value close.
+        assert_eq!(values(r"cannot open 'C:\tmp\' now"), [r"'C:\tmp\'"]);
+        // Letters that are not a prefix, or a prefix inside a word, open nothing.
+        assert_eq!(values("verb'x' and ab'y'"), Vec::<String>::new());
     }
 
     #[test]

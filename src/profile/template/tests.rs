@@ -77,7 +77,9 @@ fn the_word_after_user_is_a_user_name() {
 
 #[test]
 fn http_request_lines_keep_their_method() {
-    same(r#"10.11.10.1 "POST /v2/servers HTTP/1.1" status: 200"#, r#"10.11.10.7 "POST /v2/images/9 HTTP/1.0" status: 404"#);
+    same(r#"10.11.10.1 "POST /v2/servers HTTP/1.1" status: 404"#, r#"10.11.10.7 "POST /v2/images/9 HTTP/1.0" status: 404"#);
+    // (The status is a cause: `http_status_codes_are_causes`.)
+    assert_ne!(template(r#"x "POST /v2/servers HTTP/1.1" status: 200"#), template(r#"x "POST /v2/servers HTTP/1.1" status: 404"#));
     assert_ne!(template(r#"x "GET /v2/servers HTTP/1.1" status: 200"#), template(r#"x "DELETE /v2/servers HTTP/1.1" status: 200"#));
 }
 
@@ -198,4 +200,50 @@ fn the_first_line_is_found_as_lines_finds_it() {
         let expected = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
         assert_eq!(super::first_line(text), expected, "{text:?}");
     }
+}
+
+/// An HTTP status is a cause: a client's error and an outage are two buckets, whatever else
+/// varies; a number that is not said to be a status stays a value.
+#[test]
+fn http_status_codes_are_causes() {
+    let responded = |code: &str| template(&format!("the endpoint responded with status code {code} after 1200 ms"));
+    assert_eq!(responded("400"), "the endpoint responded with status code 400 after <*>");
+    assert_ne!(responded("400"), responded("503"));
+    same("HTTP 502 from upstream 10.0.0.7", "HTTP 502 from upstream 10.0.0.9");
+    assert_ne!(template("HTTP 502 from upstream"), template("HTTP 504 from upstream"));
+    assert_ne!(template("upstream said 503 Service Unavailable"), template("upstream said 500 Internal Server Error"));
+    assert_eq!(template("request failed: statusCode=429, id=77"), "request failed: statusCode=429, id=<*>");
+    assert_eq!(template("Status: 404 for order 12345"), "Status: 404 for order <*>");
+    same("returned 200 rows", "returned 503 rows");
+    same("error code 503", "error code 404");
+}
+
+/// Jackson's location quotes the payload (`[Source: (byte[])"{…}"; line: 1, column: 57]`):
+/// one value, however many commas or quotes the excerpt holds, cut short or redacted.
+#[test]
+fn a_jackson_source_excerpt_is_one_value() {
+    let at = |source: &str| template(&format!("Unexpected character ('}}' (code 125)): was expecting double-quote to start field name at [Source: {source}]"));
+    let want = "Unexpected character (<*> (code <*>)): was expecting double-quote to start field name at [Source: <*>; line: <*>, column: <*>]";
+    assert_eq!(at(r#"(byte[])"{"order_id":"ord-1","total":5,}"; line: 1, column: 41"#), want);
+    assert_eq!(at(r#"(byte[])"{"a":[1,2,3],"b":"x, y",}"; line: 1, column: 33"#), want);
+    assert_eq!(at(r#"(String)"{"a":1,}"[truncated 1024 bytes]; line: 3, column: 2"#), want);
+    assert_eq!(at("REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1, column: 12"), want);
+    // Cut before the location ends (a long excerpt, capped): the rest is the value.
+    same(r#"bad JSON at [Source: (byte[])"{"a":1,"b":2"#, r#"bad JSON at [Source: (byte[])"{"zz":[9,8,7]"#);
+}
+
+/// A quoted excerpt with escapes (Go's `%q`, Python's `b'…'` repr) is one value.
+#[test]
+fn escaped_and_prefixed_quoted_excerpts_are_one_value() {
+    same(r#"invalid character "a \"b, c\" d" in string"#, r#"invalid character "x" in string"#);
+    same(r"cannot decode b'\x00\x01abc, def' as utf-8", r"cannot decode b'\xff' as utf-8");
+    assert_eq!(template(r"cannot decode b'\x00\x01abc, \'def' as ascii"), "cannot decode <*> as ascii");
+}
+
+/// A random id after a short prefix is a value even with a vowel in four of its letters.
+#[test]
+fn prefixed_ids_of_random_letters_are_values() {
+    same("payment ch_nwIBMGPnEiGkEfGJBhierxHY declined", "payment ch_QkzXbTrWmPaLsDeRtYuIoPnM declined");
+    assert_eq!(template("payment ch_nwIBMGPnEiGkEfGJBhierxHY declined"), "payment <*> declined");
+    assert_eq!(template("No handler for cmd_GetUserByIdQuery"), "No handler for cmd_GetUserByIdQuery");
 }
