@@ -30,7 +30,7 @@ fn envelope_templates_collapse_each_generated_cause_into_one_bucket() {
     assert_eq!(find("TimeoutError")["signature"]["error_category"], "transient");
     assert_eq!(find("RecursionError")["signature"]["error_category"], "poison");
     assert_eq!(find("KeyError")["signature"]["error_message"], "<*>");
-    assert_eq!(find("HTTPError")["signature"]["error_message"], "<*> Service Unavailable from <*>");
+    assert_eq!(find("HTTPError")["signature"]["error_message"], "503 Service Unavailable from <*>");
     // The generator raises each error type on its own line of one function.
     assert_eq!(find("HTTPError")["signature"]["stack_trace"], "HTTPError at consumer.process_message (raise HTTPError(msg))");
 
