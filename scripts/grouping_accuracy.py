@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Grouping accuracy of dlqf's message templates on labelled logs (Loghub-2.0 2k sets).
 
-usage: grouping_accuracy.py FOLDER [--dlqf PATH] [--drain3] [--worst N]
+usage: grouping_accuracy.py FOLDER [--dlqf PATH] [--drain3] [--worst N] [--merges] [--learn-from FOLDER]
 
 FOLDER holds labelled CSVs anywhere below it, with the columns Content (the message) and
 EventTemplate (its true template), such as Loghub-2.0's `<System>_2k.log_structured_corrected.csv`
@@ -10,7 +10,9 @@ its predicted group holds exactly the lines of its true template (the grouping a
 log-parsing literature). dlqf templates every line alone (`dlqf template`): no line's template
 depends on the others. With --drain3 (needs `pip install drain3`), Drain3's default
 TemplateMiner runs on the same lines, in file order, beside it. --worst N prints, per system,
-the N true templates whose lines dlqf groups worst, to see why. --learn-from FOLDER learns
+the N true templates whose lines dlqf groups worst, to see why; --merges, how many predicted
+groups hold lines of more than one true template (over-merging, which accuracy alone hides
+among splits). --learn-from FOLDER learns
 templates from other labelled lines first (`dlqf templates learn`) and applies them (Drain3
 sees those lines first, in file order).
 """
@@ -79,6 +81,16 @@ def accuracy(predicted, truth):
     return correct / len(truth)
 
 
+def merges(predicted, truth):
+    """Over-merging: the predicted groups that hold lines of more than one true template, and
+    how many lines those groups hold."""
+    groups = collections.defaultdict(list)
+    for i, p in enumerate(predicted):
+        groups[p].append(i)
+    merged = [members for members in groups.values() if len({truth[i] for i in members}) > 1]
+    return len(merged), sum(len(m) for m in merged)
+
+
 def one_per_line(lines):
     # A message holding a newline would change line counts: each line is its first line anyway.
     return "".join(line.replace("\n", " ").replace("\r", " ") + "\n" for line in lines)
@@ -138,6 +150,7 @@ def main():
     ap.add_argument("--dlqf", default=None, help="the dlqf binary (default: the one make builds, else on PATH)")
     ap.add_argument("--drain3", action="store_true")
     ap.add_argument("--worst", type=int, default=0)
+    ap.add_argument("--merges", action="store_true", help="after each row, how many groups merge true templates")
     ap.add_argument("--learn-from", metavar="FOLDER", help="learn templates (dlqf templates learn) from the Content of "
                     "FOLDER's CSVs first, and apply them; Drain3 sees those lines first too")
     args = ap.parse_args()
@@ -166,6 +179,9 @@ def main():
             drain_scores.append(d)
             row += f" {d:.3f} |"
         print(row)
+        if args.merges:
+            groups, held = merges(predicted, truth)
+            print(f"  merges: {groups} groups hold lines of more than one true template ({held} lines)")
         if args.worst:
             worst(predicted, truth, lines, args.worst)
     row = f"| **mean** | | | | **{sum(scores) / len(scores):.3f}** |"
