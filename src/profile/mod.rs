@@ -75,6 +75,7 @@ impl Normalizer {
         match self {
             Normalizer::Template => remember::with_remembered(remember::Of::Template, raw, || template::template(raw), with),
             Normalizer::RootCause => remember::with_remembered(remember::Of::RootCause, raw, || root_cause(raw), with),
+            Normalizer::LearnedTemplate(learned) => remember::with_remembered(remember::Of::Learned(learned.serial), raw, || self.apply(raw), with),
             Normalizer::Stack(rules) => rules.with_signature(raw, with),
             other => with(&other.apply(raw)),
         }

@@ -57,6 +57,8 @@ impl<K: Hash + Eq> Answers<K> {
 pub enum Of {
     Template,
     RootCause,
+    /// A template refined by one learned templates file (`Learned::serial`).
+    Learned(u64),
 }
 
 thread_local! {

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Pattern, FORMAT, WILDCARD};
+use super::gaps::{self, GAP};
+use super::{Learned, Pattern, FORMAT, WILDCARD};
 use crate::profile::template::PLACEHOLDER;
 
 /// A varying position is a value when it took this many values or more (two, when one of
@@ -29,8 +30,8 @@ pub fn learn(templates: &HashMap<String, u64>) -> Vec<Pattern> {
     let mut by_length: BTreeMap<usize, Vec<(Vec<&str>, u64)>> = BTreeMap::new();
     for (template, n) in sorted {
         let words: Vec<&str> = template.split(' ').collect();
-        // A message that writes `<?>` itself would read back as a learned position.
-        if words.contains(&WILDCARD) {
+        // A message that writes `<?>` or `<...>` itself would read back as a learned place.
+        if words.contains(&WILDCARD) || words.contains(&GAP) {
             continue;
         }
         by_length.entry(words.len()).or_default().push((words, n));
@@ -41,6 +42,13 @@ pub fn learn(templates: &HashMap<String, u64>) -> Vec<Pattern> {
             settle(templates, members, &mut patterns);
         }
     }
+    let mut patterns = widen(patterns);
+    // What no pattern of one word count fits, aligned by its words across counts: values of
+    // several words, or of a different number each time.
+    let fixed = Learned::of(&patterns);
+    let mut rest: Vec<(Vec<&str>, u64)> = by_length.into_values().flatten().filter(|(words, _)| fixed.apply(&words.join(" ")).is_none()).collect();
+    rest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    patterns.extend(gaps::learn(&rest));
     patterns.sort_by(|a, b| a.template.cmp(&b.template).then(b.messages.cmp(&a.messages)));
     // One pattern found twice (a cluster's and a single template's): its messages summed.
     patterns.dedup_by(|later, kept| {
@@ -51,6 +59,48 @@ pub fn learn(templates: &HashMap<String, u64>) -> Vec<Pattern> {
         same
     });
     patterns
+}
+
+/// Patterns alike but for how many words a value took (`relation <?> in` and `relation <?>
+/// <?> in`) as one, each such run of `<?>` a gap (`relation <...> in`).
+fn widen(patterns: Vec<Pattern>) -> Vec<Pattern> {
+    let collapsed = |template: &str| -> String {
+        let mut words: Vec<&str> = Vec::new();
+        for word in template.split(' ') {
+            let word = if word == WILDCARD { GAP } else { word };
+            if !(word == GAP && words.last() == Some(&GAP)) {
+                words.push(word);
+            }
+        }
+        words.join(" ")
+    };
+    let mut by_form: BTreeMap<String, Vec<Pattern>> = BTreeMap::new();
+    for pattern in patterns {
+        by_form.entry(collapsed(&pattern.template)).or_default().push(pattern);
+    }
+    let mut out = Vec::new();
+    for (form, mut alike) in by_form {
+        if alike.len() < 2 {
+            out.append(&mut alike);
+            continue;
+        }
+        alike.sort_by(|a, b| b.messages.cmp(&a.messages).then_with(|| a.template.cmp(&b.template)));
+        let messages = alike.iter().map(|p| p.messages).sum();
+        // Each place's values as the most common pattern shows its run's first word.
+        let mut values = Vec::new();
+        let mut place = 0;
+        let mut last_wild = false;
+        for word in alike[0].template.split(' ') {
+            let wild = word == WILDCARD;
+            if wild && !last_wild {
+                values.extend(alike[0].values.get(place).cloned());
+            }
+            place += usize::from(wild);
+            last_wild = wild;
+        }
+        out.push(Pattern { template: form, messages, values });
+    }
+    out
 }
 
 /// Templates of one length in clusters (indexes into `templates`): each joins the first
@@ -160,9 +210,10 @@ pub fn render(patterns: &[Pattern], messages: u64, inputs: usize) -> String {
     }
     let mut out = format!(
         "# Learned by `dlqf templates learn` from {messages} messages in {inputs} input(s): {} patterns.\n\
-         # Each {WILDCARD} is a word seen to vary among messages otherwise alike ({MIN_VALUES} values or more, none in\n\
-         # more than half of them); a message whose template has the other words in place is grouped\n\
-         # under the pattern. Delete a pattern whose {WILDCARD} is wording rather than a value.\n",
+         # Each {WILDCARD} is a word, and each {GAP} any number of words, seen to vary among messages otherwise\n\
+         # alike ({MIN_VALUES} values or more, none in more than half of them); a message whose template has the\n\
+         # other words in place is grouped under the pattern. Delete a pattern whose {WILDCARD} or {GAP} is\n\
+         # wording rather than a value.\n",
         patterns.len()
     );
     out.push_str(&toml::to_string(&File { format: FORMAT, pattern: patterns }).expect("patterns serialise"));

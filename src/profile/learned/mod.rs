@@ -2,6 +2,7 @@
 //! `dlqf templates learn` as reviewable patterns, applied per message after the context-free
 //! rules. Given the file, a message's template still depends on that message alone.
 
+mod gaps;
 mod learn;
 
 use std::collections::HashMap;
@@ -11,19 +12,22 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use gaps::GAP;
 pub use learn::{learn, render};
 
 use super::template::{Explained, Mask};
 
 /// A learned position in a pattern: any one word of a message's template.
 pub const WILDCARD: &str = "<?>";
-pub const FORMAT: &str = "dlqf.templates/1";
+/// The file's format: the second adds gaps (`<...>`); a file of the first reads as it did.
+pub const FORMAT: &str = "dlqf.templates/2";
+const FORMATS: [&str; 2] = ["dlqf.templates/1", FORMAT];
 
 /// One pattern of a templates file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pattern {
-    /// A template with `<?>` where a word varies.
+    /// A template with `<?>` where a word varies and `<...>` where any number of words do.
     pub template: String,
     /// How many messages had this shape, and the values seen at each `<?>` (a few of them).
     #[serde(default)]
@@ -45,7 +49,18 @@ struct File {
 pub struct Learned {
     /// `sha256:` of the file's patterns (what decides a template), for the rules digest.
     pub digest: String,
+    /// This file's number in the process: the answers remembered for it are its own.
+    pub serial: u64,
     groups: Vec<Group>,
+    /// Patterns with gaps, most constant words first, then by text; and which of them each
+    /// word can start (a pattern is listed under its first constant word).
+    gapped: Vec<Gapped>,
+    gapped_by_word: HashMap<String, Vec<usize>>,
+}
+
+struct Gapped {
+    items: Vec<gaps::Item>,
+    output: String,
 }
 
 struct Group {
@@ -75,21 +90,46 @@ impl Learned {
 
     pub fn parse(text: &str) -> Result<Learned> {
         let file: File = toml::from_str(text).context("not a templates file")?;
-        if file.format != FORMAT {
+        if !FORMATS.contains(&file.format.as_str()) {
             bail!("format `{}`: expected {FORMAT}", file.format);
         }
+        let gaps_allowed = file.format == FORMAT;
+        for pattern in &file.pattern {
+            let words: Vec<&str> = pattern.template.split(' ').collect();
+            let gap = words.contains(&GAP) && gaps_allowed;
+            if !words.contains(&WILDCARD) && !gap {
+                bail!("pattern `{}` has no {WILDCARD}{}", pattern.template, if gaps_allowed { format!(" or {GAP}") } else { String::new() });
+            }
+            if words.iter().all(|w| *w == WILDCARD || *w == GAP) {
+                bail!("pattern `{}` has no constant word", pattern.template);
+            }
+        }
+        Ok(Learned::index(file.pattern.iter().map(|p| p.template.as_str()), gaps_allowed))
+    }
+
+    /// The patterns just learned, as a file of them would read.
+    pub fn of(patterns: &[Pattern]) -> Learned {
+        Learned::index(patterns.iter().map(|p| p.template.as_str()), true)
+    }
+
+    fn index<'p>(patterns: impl Iterator<Item = &'p str>, gaps_allowed: bool) -> Learned {
         let mut groups: Vec<Group> = Vec::new();
+        let mut gapped: Vec<(usize, &str)> = Vec::new();
         let mut canonical = String::new();
-        let mut templates: Vec<&str> = file.pattern.iter().map(|p| p.template.as_str()).collect();
+        let mut templates: Vec<&str> = patterns.collect();
         templates.sort_unstable();
         templates.dedup();
         for template in templates {
             canonical.push_str(template);
             canonical.push('\n');
             let words: Vec<&str> = template.split(' ').collect();
+            if gaps_allowed && words.contains(&GAP) {
+                gapped.push((words.iter().filter(|w| **w != WILDCARD && **w != GAP).count(), template));
+                continue;
+            }
             let wild: Vec<usize> = words.iter().enumerate().filter(|(_, w)| **w == WILDCARD).map(|(i, _)| i).collect();
             if wild.is_empty() {
-                bail!("pattern `{template}` has no {WILDCARD}");
+                continue;
             }
             let constant: Vec<String> = words.iter().filter(|w| **w != WILDCARD).map(|w| w.to_string()).collect();
             let output = words.iter().map(|w| if *w == WILDCARD { super::template::PLACEHOLDER } else { w }).collect::<Vec<_>>().join(" ");
@@ -103,8 +143,25 @@ impl Learned {
         // The most learned positions first: a pattern learned over more positions is the
         // wider cause, and is chosen when several match.
         groups.sort_by(|a, b| b.wild.len().cmp(&a.wild.len()).then_with(|| a.wild.cmp(&b.wild)).then(a.words.cmp(&b.words)));
+        // A gapped pattern with more constant words says more: chosen first.
+        gapped.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        let mut gapped_by_word: HashMap<String, Vec<usize>> = HashMap::new();
+        let gapped: Vec<Gapped> = gapped
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, template))| {
+                let items = gaps::items(template);
+                if let Some(gaps::Item::Word(first)) = items.iter().find(|item| matches!(item, gaps::Item::Word(_))) {
+                    gapped_by_word.entry(first.clone()).or_default().push(i);
+                }
+                let output = template.split(' ').map(|w| if w == WILDCARD || w == GAP { super::template::PLACEHOLDER } else { w }).collect::<Vec<_>>().join(" ");
+                Gapped { items, output }
+            })
+            .collect();
         let digest = format!("sha256:{:x}", Sha256::digest(canonical.as_bytes()));
-        Ok(Learned { digest, groups })
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Learned { digest, serial, groups, gapped, gapped_by_word }
     }
 
     /// The pattern a context-free `template` matches, with its learned words masked, if any.
@@ -118,7 +175,14 @@ impl Learned {
                 return Some(output);
             }
         }
-        None
+        // The first gapped pattern, in their order, that a word of the template can start.
+        let mut candidates: Vec<usize> = Vec::new();
+        for word in &words {
+            candidates.extend(self.gapped_by_word.get(*word).map(Vec::as_slice).unwrap_or_default());
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates.into_iter().map(|i| &self.gapped[i]).find(|g| gaps::fits(&g.items, &words)).map(|g| g.output.as_str())
     }
 
     /// `explained` (a message's template and its masks) with the pattern its template
@@ -131,7 +195,7 @@ impl Learned {
     }
 
     pub fn len(&self) -> usize {
-        self.groups.iter().map(|g| g.by_constant.len()).sum()
+        self.groups.iter().map(|g| g.by_constant.len()).sum::<usize>() + self.gapped.len()
     }
 
     pub fn is_empty(&self) -> bool {

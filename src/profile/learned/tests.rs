@@ -55,3 +55,87 @@ fn a_file_is_checked_and_its_digest_is_its_patterns() {
     assert_eq!(a.digest, b.digest, "counts and examples are for the reviewer");
     assert_ne!(a.digest, c.digest);
 }
+
+/// Values of several words, or of a different number each time, fill one gap anchored by the
+/// constant words around it; causes that differ by their wording stay apart.
+#[test]
+fn values_of_any_number_of_words_fill_a_gap() {
+    let types = ["bigint", "double precision", "integer", "timestamp with time zone", "text", "character varying", "boolean", "numeric"];
+    let mut messages: Vec<String> = Vec::new();
+    for (i, a) in types.iter().enumerate() {
+        let b = types[(i * 3 + 1) % types.len()];
+        messages.push(format!("must be owner of type {a} or type {b}"));
+    }
+    let reasons = ["timeout expired", "canceling statement due to user request", "deadlock detected", "out of shared memory", "lock not available"];
+    let functions = ["sp_refresh_totals", "ev_purge_sessions", "sp_rollup", "fn_archive", "sp_merge_carts"];
+    for (i, reason) in reasons.iter().enumerate() {
+        messages.push(format!("Underflow error: {reason} in function {}.", functions[i]));
+    }
+    // Two causes that share most words but differ in the one that says which.
+    for _ in 0..4 {
+        messages.push("connection refused by peer while sending".to_string());
+        messages.push("connection reset by peer while sending".to_string());
+    }
+    let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
+    let patterns = learn(&templates(&refs));
+    let learned: Vec<&str> = patterns.iter().map(|p| p.template.as_str()).collect();
+    assert!(learned.contains(&"must be owner of type <...> or type <...>"), "{learned:?}");
+    assert!(learned.contains(&"Underflow error: <...> in function <?>"), "{learned:?}");
+    let file = Learned::parse(&render(&patterns, refs.len() as u64, 1)).unwrap();
+    // Unseen fills of other lengths, applied to each message alone.
+    assert_eq!(file.apply(&template("must be owner of type smallint or type time without time zone")), Some("must be owner of type <*> or type <*>"));
+    assert_eq!(file.apply(&template("Underflow error: could not serialize access in function sp_x.")), Some("Underflow error: <*> in function <*>"));
+    assert_eq!(file.apply(&template("Underflow error: in function sp_x.")), Some("Underflow error: <*> in function <*>"));
+    assert_eq!(file.apply(&template("connection refused by peer while sending")), None);
+    assert_ne!(file.apply(&template("connection reset by peer while sending")), file.apply(&template("connection refused by peer while sending")).or(Some("")));
+    assert_eq!(file.apply(&template("must be owner of relation orders")), None);
+}
+
+/// A gap's fills that mostly start with one word are wording of a cause, not a value: such
+/// clusters split rather than merge two causes under one gap.
+#[test]
+fn a_gap_does_not_swallow_the_words_that_tell_causes_apart() {
+    let mut messages: Vec<String> = Vec::new();
+    // Names of one word and of two, so that no pattern of one word count fits them all.
+    for name in ["orders", "sales users", "carts", "old ledger", "payments", "new refunds"] {
+        messages.push(format!("must be owner of relation {name} in schema public"));
+    }
+    for name in ["idx_a", "idx b", "idx_c"] {
+        messages.push(format!("must be owner of index {name} in schema public"));
+    }
+    let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
+    let patterns = learn(&templates(&refs));
+    let learned: Vec<&str> = patterns.iter().map(|p| p.template.as_str()).collect();
+    assert!(!learned.iter().any(|p| p.contains("of <...> in") || p.contains("of <?> <?> in")), "{learned:?}");
+    let file = Learned::parse(&render(&patterns, refs.len() as u64, 1)).unwrap();
+    let relation = file.apply(&template("must be owner of relation x y in schema public"));
+    assert_eq!(relation, Some("must be owner of relation <*> in schema public"), "{learned:?}");
+    assert_ne!(relation, file.apply(&template("must be owner of index x y in schema public")));
+}
+
+/// Files of the first format (no gaps) read as they did; a gap in one is a plain word.
+#[test]
+fn a_first_format_file_has_no_gaps() {
+    assert!(Learned::parse("format = \"dlqf.templates/1\"\n[[pattern]]\ntemplate = \"a <...>\"\n").is_err());
+    assert!(Learned::parse("format = \"dlqf.templates/2\"\n[[pattern]]\ntemplate = \"a <...>\"\n").is_ok());
+    assert!(Learned::parse("format = \"dlqf.templates/2\"\n[[pattern]]\ntemplate = \"<...> <?>\"\n").is_err());
+}
+
+/// A gap at the end of a pattern, with nothing after it to anchor it, is not trusted with
+/// values of several words unless an anchored gap beside it holds values too: entries that
+/// share a beginning stay apart.
+#[test]
+fn an_open_ended_gap_alone_does_not_join_entries_that_share_a_beginning() {
+    // Endings of as many words each, so that no pattern of one word count takes them.
+    let endings = ["SRIDs.", "hi-lo sequences.", "value generation strategies.", "maximum lengths for columns.", "column orders in the key set."];
+    let messages: Vec<String> = endings.iter().map(|e| format!("both properties are mapped to one column but are configured with different {e}")).collect();
+    let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
+    let patterns = learn(&templates(&refs));
+    assert!(patterns.is_empty(), "{patterns:?}");
+    // Beside a gap anchored on both sides that holds values, the same end is trusted.
+    let types = [("bigint", "double precision"), ("integer", "timestamp with time zone"), ("text", "character varying"), ("boolean", "numeric")];
+    let messages: Vec<String> = types.iter().map(|(a, b)| format!("must be owner of type {a} or type {b}")).collect();
+    let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
+    let learned: Vec<String> = learn(&templates(&refs)).into_iter().map(|p| p.template).collect();
+    assert_eq!(learned, ["must be owner of type <?> or type <...>"]);
+}
