@@ -75,7 +75,13 @@ impl Normalizer {
         match self {
             Normalizer::Template => remember::with_remembered(remember::Of::Template, raw, || template::template(raw), with),
             Normalizer::RootCause => remember::with_remembered(remember::Of::RootCause, raw, || root_cause(raw), with),
-            Normalizer::LearnedTemplate(learned) => remember::with_remembered(remember::Of::Learned(learned.serial), raw, || self.apply(raw), with),
+            Normalizer::LearnedTemplate(learned) => {
+                // The template remembered by the message's text, then the pattern by the
+                // template's (fewer templates than messages: most rows' ids differ).
+                let template = remember::with_remembered(remember::Of::Template, raw, || template::template(raw), str::to_string);
+                let refine = || learned.apply(&template).map_or_else(|| template.clone(), str::to_string);
+                remember::with_remembered(remember::Of::Learned(learned.serial), &template, refine, with)
+            }
             Normalizer::Stack(rules) => rules.with_signature(raw, with),
             other => with(&other.apply(raw)),
         }
