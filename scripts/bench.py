@@ -624,6 +624,24 @@ def bench_nested(args):
     return rows
 
 
+def bench_learned(args, base, envelope):
+    """rank of the 2M-row envelope dump with templates learned from it (`templates learn`,
+    timed too) against the rules alone, alternating runs: the goal is at most 1.1x."""
+    with tempfile.TemporaryDirectory(dir=args.data) as work:
+        learned = os.path.join(work, "templates.toml")
+        wall, rss, _ = measure(base + ["templates", "learn", "--profile", "envelope", envelope, "-o", learned, "--no-progress"])
+        rows = [f"| templates learn --profile envelope, 2M rows | {wall:.2f} s | {rss:.0f} MiB |"]
+        cmd = base + ["rank", "--profile", "envelope", envelope, "--format", "json", "--no-progress"]
+        runs = {"rules": [], "learned": []}
+        for _ in range(args.runs):
+            runs["rules"].append(measure(cmd))
+            runs["learned"].append(measure(cmd + ["--templates", learned]))
+        med = {n: statistics.median(w for w, _, _ in r) for n, r in runs.items()}
+        rss = max(m for _, m, _ in runs["learned"])
+        rows.append(f"| rank --profile envelope --templates (learned), 2M rows | {med['learned']:.2f} s ({med['learned'] / med['rules']:.2f}x the rules alone, goal 1.1x) | {rss:.0f} MiB |")
+        return rows
+
+
 def bench_spring(args):
     """rank over Spring DLT kcat rows (binary big-endian headers decoded per row, the cause in
     a wrapper's stack trace) against the Kafka Connect kcat rows of the same failures: the goal
@@ -729,6 +747,8 @@ def main():
         ]:
             runs = [measure(base + cmd) for _ in range(args.runs)]
             print(f"| {label} | {statistics.median(w for w, _, _ in runs):.2f} s | {max(m for _, m, _ in runs):.0f} MiB |")
+        for row in bench_learned(args, base, envelope):
+            print(row)
         # SQL over the raw records: a one-column group-by, beside DuckDB running the same SQL
         # over the same file (its own type detection, as a user would), alternating runs.
         sql = "SELECT stage, count(*) AS n FROM dlq GROUP BY stage ORDER BY stage"
