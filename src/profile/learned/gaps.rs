@@ -4,23 +4,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+// A gap is judged as a position is (`learn.rs`): a value when it took `MIN_VALUES` fills or
+// more (two, when one holds a value the rules masked), no fill took more than `MAX_TOP_SHARE`
+// of the messages, and the fills are many, or many for the messages; a template joins a
+// cluster whose common words are `SIMILAR` of each; `SHOWN` fills a gap are kept in the file.
+use super::learn::{MANY_VALUES, MAX_TOP_SHARE, MIN_VALUES, SHOWN, SIMILAR, VALUES_PER_MESSAGE};
 use super::{Pattern, WILDCARD};
 use crate::profile::template::PLACEHOLDER;
 
 /// A learned place for any number of words, none included.
 pub const GAP: &str = "<...>";
-
-/// A gap is a value when it took this many fills or more (two, when one of them holds a
-/// value the rules masked), no one fill took more than this share of the messages, and the
-/// fills are many, or many for the messages (as for one word: `learn.rs`).
-const MIN_FILLS: usize = 3;
-const MAX_TOP_SHARE: f64 = 0.5;
-const MANY_FILLS: usize = 20;
-const FILLS_PER_MESSAGE: f64 = 0.3;
-/// A template joins a cluster when their common words are at least this share of each.
-const SIMILAR: f64 = 0.5;
-/// Fills kept in the file per gap, for a reviewer.
-const SHOWN: usize = 5;
 
 /// One item of a pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,8 +182,8 @@ fn judge(fills: &[(Vec<&str>, u64)], total: u64) -> Verdict {
     }
     let masked = by_fill.keys().any(|f| f.contains(PLACEHOLDER));
     let top = by_fill.values().copied().max().unwrap_or(0);
-    let enough = by_fill.len() >= MIN_FILLS || (masked && by_fill.len() >= 2);
-    let many = by_fill.len() >= MANY_FILLS || by_fill.len() as f64 >= FILLS_PER_MESSAGE * total as f64;
+    let enough = by_fill.len() >= MIN_VALUES || (masked && by_fill.len() >= 2);
+    let many = by_fill.len() >= MANY_VALUES || by_fill.len() as f64 >= VALUES_PER_MESSAGE * total as f64;
     if !(enough && many) || top as f64 > MAX_TOP_SHARE * total as f64 {
         return Verdict::SplitBy(|fill| fill.join(" "));
     }

@@ -10,18 +10,18 @@ use crate::profile::template::PLACEHOLDER;
 
 /// A varying position is a value when it took this many values or more (two, when one of
 /// them is a value the rules masked: a word where numbers also stood is a value too)…
-const MIN_VALUES: usize = 3;
+pub(super) const MIN_VALUES: usize = 3;
 /// …no one word took more than this share of the cluster's messages (`connection refused` /
 /// `reset` / `closed` are three causes, and one of them is usually most)…
-const MAX_TOP_SHARE: f64 = 0.5;
+pub(super) const MAX_TOP_SHARE: f64 = 0.5;
 /// …and its words are many, or many for its messages: words that each come back in many
 /// messages (`Unknown table` / `procedure` / `collation …`) are wording of several causes.
-const MANY_VALUES: usize = 20;
-const VALUES_PER_MESSAGE: f64 = 0.3;
+pub(super) const MANY_VALUES: usize = 20;
+pub(super) const VALUES_PER_MESSAGE: f64 = 0.3;
 /// Share of a cluster's words a template must have in the same places to join it.
-const SIMILAR: f64 = 0.5;
+pub(super) const SIMILAR: f64 = 0.5;
 /// Values kept in the file per position, for a reviewer.
-const SHOWN: usize = 5;
+pub(super) const SHOWN: usize = 5;
 
 /// Patterns learned from templates and how many messages had each.
 pub fn learn(templates: &HashMap<String, u64>) -> Vec<Pattern> {
