@@ -78,6 +78,10 @@ fn values_of_any_number_of_words_fill_a_gap() {
     }
     let refs: Vec<&str> = messages.iter().map(String::as_str).collect();
     let patterns = learn(&templates(&refs));
+    // The same file from the messages in any order.
+    let mut reversed = refs.clone();
+    reversed.reverse();
+    assert_eq!(render(&learn(&templates(&reversed)), 1, 1), render(&patterns, 1, 1));
     let learned: Vec<&str> = patterns.iter().map(|p| p.template.as_str()).collect();
     assert!(learned.contains(&"must be owner of type <...> or type <...>"), "{learned:?}");
     assert!(learned.contains(&"Underflow error: <...> in function <?>"), "{learned:?}");
