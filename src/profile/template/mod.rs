@@ -22,7 +22,7 @@ const MAX_TOKENS: usize = 100;
 pub const PLACEHOLDER: &str = "<*>";
 /// Changes whenever a rule below changes what a message's template is, so partial states made
 /// under other rules are refused rather than merged into different buckets.
-pub const RULES_VERSION: u32 = 4;
+pub const RULES_VERSION: u32 = 5;
 
 static EMAIL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").unwrap());
@@ -104,10 +104,11 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
             PLACEHOLDER.to_string()
         });
     }
+    let http = status::mentions_http(capped);
     if masked.contains('=') {
         masked = replace(masked, &ASSIGNED, |c: &regex::Captures| {
-            // `status=503` names a cause, as `status code 503` does.
-            if status::is_status_key(&c[1]) && status::code(&c[2]).is_some() {
+            // `statusCode=503` names a cause, as `status code 503` does.
+            if status::is_status_key(&c[1], http) && status::code(&c[2]).is_some() {
                 return c[0].to_string();
             }
             note("key=value", &c[2]);
@@ -116,7 +117,7 @@ fn render(message: &str, mut masks: Option<&mut Vec<Mask>>) -> String {
     }
 
     let words: Vec<&str> = words(&masked, MAX_TOKENS * 2);
-    let statuses = status::status_words(&words);
+    let statuses = status::status_words(&words, http);
     let mut tokens: Vec<Cow<str>> = words.iter().zip(&statuses).map(|(w, &status)| if status { Cow::Borrowed(*w) } else { shape(w, &mut note) }).collect();
     mark_context(&words, &mut tokens, &mut note);
 

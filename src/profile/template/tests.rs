@@ -213,7 +213,9 @@ fn http_status_codes_are_causes() {
     assert_ne!(template("HTTP 502 from upstream"), template("HTTP 504 from upstream"));
     assert_ne!(template("upstream said 503 Service Unavailable"), template("upstream said 500 Internal Server Error"));
     assert_eq!(template("request failed: statusCode=429, id=77"), "request failed: statusCode=429, id=<*>");
-    assert_eq!(template("Status: 404 for order 12345"), "Status: 404 for order <*>");
+    assert_eq!(template("HTTP Status: 404 for order 12345"), "HTTP Status: 404 for order <*>");
+    // A process's exit status is a value unless the message speaks of HTTP.
+    same("worker exited with status 137", "worker exited with status 143");
     same("returned 200 rows", "returned 503 rows");
     same("error code 503", "error code 404");
 }
