@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use super::picker::value_at;
 use super::walk::Walk;
 use crate::source::row::layout::Cell;
 use crate::source::row::tree::{FieldTree, NODE};
@@ -114,7 +115,12 @@ impl Step {
                     Ok(())
                 }
                 None => match slot {
-                    Some(i) if p.over_bytes_mode() => string_or_bytes(p).map(|cell| cells[i] = cell),
+                    // Over bytes that may not be UTF-8, read from the opening quote as a full
+                    // parse reads it: text, or bytes where it is not text (kcat's headers).
+                    Some(i) if p.over_bytes_mode() => {
+                        p.seek(p.pos() - 1);
+                        value_at(p, 1).map(|cell| cells[i] = cell)
+                    }
                     Some(i) => p.string_body().map(|s| cells[i] = Cell::Str(s)),
                     None => p.skip_string_body(),
                 },
@@ -123,20 +129,6 @@ impl Step {
             (false, None) => p.skip_value(1),
         };
         read.is_ok()
-    }
-}
-
-/// The rest of a string whose opening quote is behind, over bytes that may not be UTF-8: its
-/// text, or its bytes where they are not text (kcat's binary header values), as `value_at`
-/// reads it in a full parse.
-fn string_or_bytes<'a>(p: &mut Parser<'a>) -> Result<Cell<'a>, String> {
-    let body = p.pos();
-    match p.string_body() {
-        Ok(text) => Ok(Cell::Str(text)),
-        Err(_) => {
-            p.seek(body - 1);
-            p.string_bytes().map(Cell::Bytes)
-        }
     }
 }
 
@@ -327,7 +319,7 @@ fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a
         // A node's cells are set by assignment (a walk may leave strings it owns).
         slot if slot as usize >= NODE => tree.read(slot as usize, &mut p, cells).ok()?,
         slot => {
-            let cell = super::picker::value_at(&mut p, 1).ok()?;
+            let cell = value_at(&mut p, 1).ok()?;
             owns = matches!(cell, Cell::Str(Cow::Owned(_)) | Cell::Lines(Cow::Owned(_)));
             overwrite(&mut cells[slot as usize], cell);
         }
