@@ -54,6 +54,11 @@ pub enum Stage {
     First(Vec<Step>),
     /// An array's last element, then this path into it.
     Last(Vec<Step>),
+    /// The element whose value at the first path is least (numbers by value, strings by
+    /// text; of equal ones the last), then the second path into it. RabbitMQ lists `x-death`
+    /// most recently updated first, each table's `time` when it first dead-lettered there: the
+    /// first death is the least time, the last of equal ones.
+    MinBy(Vec<Step>, Vec<Step>),
     /// Each element's value at this path (elements without one left out).
     Map(Vec<Step>),
     /// The sum of an array of numbers (`x-death | map(count) | add`).
@@ -67,7 +72,7 @@ impl Stage {
     /// Whether the stage takes the whole value, an array or object, not a string or bytes: a
     /// source that reads only scalars then reads the value from the record's text.
     pub fn takes_whole_values(&self) -> bool {
-        matches!(self, Stage::First(_) | Stage::Last(_) | Stage::Map(_) | Stage::Add)
+        matches!(self, Stage::First(_) | Stage::Last(_) | Stage::MinBy(..) | Stage::Map(_) | Stage::Add)
     }
 }
 
@@ -216,6 +221,10 @@ pub fn decode(mut value: Decoded, stages: &[Stage]) -> Result<Option<Decoded>, S
                     None => return Ok(None),
                 }
             }
+            Stage::MinBy(by, path) => match least(array_of(&value, "min_by")?, by).and_then(|e| lookup(e, path)).filter(|v| !v.is_null()) {
+                Some(found) => Decoded::Json(found.clone()),
+                None => return Ok(None),
+            },
             Stage::Map(path) => {
                 let items = array_of(&value, "map")?;
                 Decoded::Json(Value::Array(items.iter().filter_map(|e| lookup(e, path)).filter(|v| !v.is_null()).cloned().collect()))
@@ -274,6 +283,27 @@ fn inflate(decoder: impl std::io::Read, what: &str) -> Result<Vec<u8>, String> {
         return Err(format!("{what} data inflates past {} MiB", MAX_INFLATED >> 20));
     }
     Ok(out)
+}
+
+/// The element whose number or string at `by` is least, the last of equal ones; elements
+/// without one, or of the other kind than the first found, are passed over.
+fn least<'v>(items: &'v [Value], by: &[Step]) -> Option<&'v Value> {
+    use std::cmp::Ordering;
+    let order = |a: &Value, b: &Value| match (a, b) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64().zip(b.as_f64()).and_then(|(a, b)| a.partial_cmp(&b)),
+        (Value::String(a), Value::String(b)) => Some(a.cmp(b)),
+        _ => None,
+    };
+    let mut best: Option<(&Value, &Value)> = None;
+    for item in items {
+        let Some(key) = lookup(item, by) else { continue };
+        match best {
+            None if matches!(key, Value::Number(_) | Value::String(_)) => best = Some((item, key)),
+            Some((_, least)) if matches!(order(key, least), Some(Ordering::Less | Ordering::Equal)) => best = Some((item, key)),
+            _ => {}
+        }
+    }
+    best.map(|(item, _)| item)
 }
 
 /// The sum of numbers: an integer while every one is and it fits, else a float.
@@ -471,15 +501,16 @@ fn parse_access(text: &str) -> Result<Access, String> {
             "add" => stages.push(Stage::Add),
             "" => return Err("an empty stage after `|`".into()),
             map if map.starts_with("map(") && map.ends_with(')') => stages.push(Stage::Map(parse_path(&map[4..map.len() - 1])?)),
+            min if min.starts_with("min_by(") && min.ends_with(')') => stages.push(Stage::MinBy(parse_path(&min[7..min.len() - 1])?, Vec::new())),
             cut if cut.starts_with("segment(") && cut.ends_with(')') => {
                 let index = cut[8..cut.len() - 1].trim().parse().map_err(|_| format!("`{cut}`: expected segment(N), N a whole number (-1: the last)"))?;
                 stages.push(Stage::Segment(index));
             }
             other => match stages.last_mut() {
-                Some(Stage::Json(path) | Stage::First(path) | Stage::Last(path)) => path.extend(parse_path(other)?),
+                Some(Stage::Json(path) | Stage::First(path) | Stage::Last(path) | Stage::MinBy(_, path)) => path.extend(parse_path(other)?),
                 _ => {
                     return Err(format!(
-                        "`{other}`: a path after `|` must follow json, first or last (expected base64, json, int_be, inflate, gunzip, first, last, map(path), add, segment(N) or a path into JSON)"
+                        "`{other}`: a path after `|` must follow json, first, last or min_by (expected base64, json, int_be, inflate, gunzip, first, last, min_by(path), map(path), add, segment(N) or a path into JSON)"
                     ))
                 }
             },
@@ -714,6 +745,25 @@ mod tests {
         assert_eq!(cut("a | segment(-1)"), Some(Decoded::Json(json!("orders"))));
         assert_eq!(cut("a | segment(-2)"), Some(Decoded::Json(json!("shop"))));
         assert_eq!(cut("a | segment(9)"), None);
+    }
+
+    #[test]
+    fn min_by_takes_the_least_and_the_last_of_equal_ones() {
+        // As RabbitMQ orders x-death: most recently updated first, `time` each's first death.
+        let record = json!({"x": [
+            {"queue": "delay", "time": 1700000300, "keys": ["a"]},
+            {"queue": "work", "time": 1700000100, "keys": ["b"]},
+            {"queue": "parked", "time": 1700000100, "keys": ["c"]},
+            {"queue": "untimed", "keys": ["d"]},
+            {"queue": "texted", "time": "1", "keys": ["e"]},
+        ], "names": [{"n": "b"}, {"n": "a"}, {"n": "a", "k": 2}], "empty": []});
+        let get = |t: &str| FieldExpr::parse(t).unwrap().value_in(&record, &[]).unwrap();
+        assert_eq!(get("x | min_by(time) | queue"), Some(Decoded::Json(json!("parked"))), "the last of equal times; other kinds passed over");
+        assert_eq!(get("x | min_by(time) | keys[0]"), Some(Decoded::Json(json!("c"))));
+        assert_eq!(get("names | min_by(n) | k"), Some(Decoded::Json(json!(2))), "strings by their text");
+        assert_eq!(get("empty | min_by(n)"), None);
+        assert_eq!(get("x | min_by(nothing)"), None);
+        assert!(FieldExpr::parse("x | min_by(time) | queue").unwrap().value_in(&json!({"x": 3}), &[]).unwrap_err().contains("min_by needs an array"));
     }
 
     #[test]

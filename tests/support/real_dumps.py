@@ -454,13 +454,20 @@ def rabbitmq():
                 # Dead-lettered before from a retry queue (most recent first: the first death last).
                 deaths.append({"count": 1, "reason": "expired", "queue": queue + ".retry", "time": t - 60, "exchange": "retry", "routing-keys": [rk], "original-expiration": "5000"})
                 first = deaths[-1]
+            elif i % 3 == 1 and reason == "rejected":
+                # Rejected, parked in a retry queue under the DLX's routing key, expired back and
+                # rejected again: the first death's table, updated last, moved to the front
+                # (mc_amqpl.erl sorts by last death; `time` stays each table's first).
+                deaths = [dict(deaths[0], count=2, time=t - 120),
+                          {"count": 1, "reason": "expired", "queue": queue + ".retry", "time": t - 60, "exchange": "retry", "routing-keys": [queue + ".retry"], "original-expiration": "5000"}]
+                first = deaths[0]
             else:
                 first = deaths[0]
             headers.update({"x-death": deaths, "x-first-death-exchange": first["exchange"], "x-first-death-queue": first["queue"], "x-first-death-reason": first["reason"]})
             label = first["queue"] + ":" + first["reason"]
         truth["ids"][mid] = label
         first_exchange = headers.get("x-first-death-exchange", headers.get("x-original-exchange"))
-        first_rk = deaths[-1]["routing-keys"][0] if deaths else headers["x-original-routingKey"]
+        first_rk = next(d for d in deaths if (d["queue"], d["reason"]) == (first["queue"], first["reason"]))["routing-keys"][0] if deaths else headers["x-original-routingKey"]
         kept = {k: v for k, v in headers.items() if not k.startswith(("x-death", "x-first-death-", "x-last-death-", "x-exception-", "x-original-"))}
         truth["records"][mid] = {"topic": first_exchange, "key": b64(first_rk.encode()), "value": b64(payload), "properties": dict(props, headers=kept)}
         messages.append(amqp_message(queue + ".dlx", queue, payload, headers, props, encoding))
