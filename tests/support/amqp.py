@@ -16,9 +16,27 @@ usage: amqp.py setup URL EXCHANGE:TYPE:ROUTING_KEY:QUEUE ...   declare durable e
 """
 import base64
 import json
+import struct
 import sys
 
 import pika
+import pika.data
+
+# pika reads a table's float ('f') and double ('d') as whole numbers (int(0.5) == 0): read
+# them as the floats they are, so that a test sees what was sent.
+_decode_value = pika.data.decode_value
+
+
+def _decode_floats(encoded, offset):
+    kind = encoded[offset:offset + 1]
+    if kind == b"d":
+        return struct.unpack_from(">d", encoded, offset + 1)[0], offset + 9
+    if kind == b"f":
+        return struct.unpack_from(">f", encoded, offset + 1)[0], offset + 5
+    return _decode_value(encoded, offset)
+
+
+pika.data.decode_value = _decode_floats
 
 cmd, url = sys.argv[1], sys.argv[2]
 

@@ -441,6 +441,9 @@ def rabbitmq():
             payload, encoding = bytes([0x82, 0xa2, 0x69, 0x64, 0xcd]) + i.to_bytes(2, "big"), "base64"  # msgpack
         props = {"delivery_mode": 2, "content_type": "application/json", "message_id": mid, "timestamp": t - 30, "priority": 0}
         headers = {"tenant": rng.choice(["eu", "us"]), "attempt-source": "web"}
+        if i % 4 == 2:
+            # An application's table of typed values: a double stays a double, a long a long.
+            headers["x-app-flags"] = {"weight": 0.5, "ratio": 2.0, "n": 1 << 40, "tags": ["a", "b"], "on": True}
         if reason == "spring":
             # Spring AMQP republished the failed message to the DLQ itself: no x-death.
             exc = rng.choice([("java.lang.IllegalArgumentException", f"Order {i} has no customer"), ("org.springframework.dao.QueryTimeoutException", "Query timed out")])
