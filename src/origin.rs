@@ -187,9 +187,11 @@ impl OriginExprs {
             out.key = value_of(key, record)?.map(Decoded::into_bytes);
         }
         if let Some(value) = &self.value {
-            if present(value, record) {
-                seen.found[2] += 1;
+            // A payload that is not there is not an empty one: such a record is not replayed.
+            if !present(value, record) {
+                return Err(format!("origin value `{}` is not in the record", value.text));
             }
+            seen.found[2] += 1;
             out.value = match value_of(value, record)? {
                 Some(found) => Payload::Bytes(found.into_bytes()),
                 None => Payload::Null,
@@ -417,6 +419,14 @@ mod tests {
         let whole = Origin { topic: Some("t".into()), ..Origin::default() }.exprs(false).resolve(br#"{"t":"x"}"#, &mut seen).unwrap();
         assert_eq!(whole.value, Payload::Record);
         assert!(Resolved::from_json(&whole.to_json()).unwrap().value == Payload::Record);
+    }
+
+    #[test]
+    fn a_payload_not_in_the_record_is_refused_not_sent_empty() {
+        let mut seen = Seen::default();
+        let why = kcat_origin().exprs(false).resolve(br#"{"key":"k","data_base64":"AAE="}"#, &mut seen).unwrap_err();
+        assert!(why.contains("origin value `payload // value | base64 // value` is not in the record"), "{why}");
+        assert_eq!(seen.found[2], 0);
     }
 
     #[test]
