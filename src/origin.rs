@@ -44,6 +44,10 @@ pub struct Origin {
     /// Headers left out of a replay by name prefix (those the dead-letter reporter added).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers_exclude: Vec<String>,
+    /// Without `value`, the record is the payload: these of its top-level members left out
+    /// (those dead-lettering added to the message, as Event Grid's `deadLetterReason`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub record_exclude: Vec<String>,
     /// Other key and payload fields for records read from aligned S3-sink chunks, whose
     /// converter wrote bytes as base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,7 +69,7 @@ pub const ROLES: [&str; 4] = ["topic", "key", "value", "headers"];
 impl Origin {
     /// Whether the profile names any origin field (its entries then carry resolved origins).
     pub fn is_set(&self) -> bool {
-        self.topic.is_some() || self.key.is_some() || self.value.is_some() || self.headers.is_some()
+        self.topic.is_some() || self.key.is_some() || self.value.is_some() || self.headers.is_some() || !self.record_exclude.is_empty()
     }
 
     /// Every expression parses and reads the record (a partition folder is no origin).
@@ -95,6 +99,7 @@ impl Origin {
             value_encoding: parse(self.value_encoding.as_ref()),
             properties: parse(self.properties.as_ref()),
             exclude: self.headers_exclude.clone(),
+            record_exclude: self.record_exclude.clone(),
         }
     }
 }
@@ -110,6 +115,7 @@ pub struct OriginExprs {
     pub value_encoding: Option<FieldExpr>,
     pub properties: Option<FieldExpr>,
     exclude: Vec<String>,
+    record_exclude: Vec<String>,
 }
 
 /// A message's origin as one entry carries it: the bytes to send back.
@@ -203,6 +209,8 @@ impl OriginExprs {
                     out.value = Payload::Bytes(decoded);
                 }
             }
+        } else if !self.record_exclude.is_empty() {
+            out.value = Payload::Bytes(raw_json::without_members(record, |name| self.record_exclude.iter().any(|n| n.as_bytes() == name)));
         }
         if let Some(properties) = &self.properties {
             if let Some(Decoded::Json(Value::Object(mut map))) = value_of(properties, record)? {
@@ -427,6 +435,19 @@ mod tests {
         let why = kcat_origin().exprs(false).resolve(br#"{"key":"k","data_base64":"AAE="}"#, &mut seen).unwrap_err();
         assert!(why.contains("origin value `payload // value | base64 // value` is not in the record"), "{why}");
         assert_eq!(seen.found[2], 0);
+    }
+
+    #[test]
+    fn the_record_as_payload_leaves_out_what_dead_lettering_added() {
+        let origin = Origin { record_exclude: vec!["deadLetterReason".into(), "publishTime".into()], ..Origin::default() };
+        let event = br#" {"id" : "e1", "deadLetterReason":"TimeToLiveExceeded", "data": {"n": 1.50, "s": "a \" b"},
+            "publishTime":"2026-12-01T10:00:00.1234567Z", "data_base64":"AAE=", "x\u00e9":[1, 2]} "#;
+        let got = origin.exprs(false).resolve(event, &mut Seen::default()).unwrap();
+        // Values as written (1.50 stays 1.50), names re-quoted, the rest in the record's order.
+        let want = r#"{"id":"e1","data":{"n":1.50,"s":"a \" b"},"data_base64":"AAE=","xé":[1,2]}"#;
+        assert_eq!(got.value, Payload::Bytes(want.as_bytes().to_vec()));
+        let nothing_left_out = origin.exprs(false).resolve(br#"{"id":"e2"}"#, &mut Seen::default()).unwrap();
+        assert_eq!(nothing_left_out.value, Payload::Bytes(br#"{"id":"e2"}"#.to_vec()));
     }
 
     #[test]

@@ -214,6 +214,26 @@ fn trim(s: &[u8]) -> &[u8] {
 }
 
 /// JSON text without the whitespace between its tokens (strings kept byte for byte).
+/// An object's text without the members `drop` names, the others' values as written
+/// (whitespace between them left out); any other value minified.
+pub fn without_members(object: &[u8], drop: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let object = trim(object);
+    if object.first() != Some(&b'{') {
+        return minified(object);
+    }
+    let mut out = vec![b'{'];
+    for (name, value) in members(object).filter(|(name, _)| !drop(name)) {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend(serde_json::to_vec(&String::from_utf8_lossy(&name)).expect("strings serialise"));
+        out.push(b':');
+        out.extend(minified(value));
+    }
+    out.push(b'}');
+    out
+}
+
 pub fn minified(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;

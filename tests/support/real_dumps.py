@@ -564,8 +564,15 @@ def eventgrid():
                      "publishtime": publish, "lastdeliveryattempttime": last}
             if status:
                 event["lasthttpstatuscode"] = status
+            if i % 4 == 2:
+                # Binary data: CloudEvents carries it as data_base64, with no `data`.
+                del event["data"]
+                event["data_base64"] = base64.b64encode(bytes([0x82, 0xa2, 0x69, 0x64, i % 256])).decode()
         truth["ids"][eid] = f"{sub}/{reason}/{outcome}"
-        truth["records"][eid] = {"value": b64(json.dumps(event["data"], separators=(",", ":")).encode())}
+        # Replayed as published: without what dead-lettering added (delivery-and-retry.md).
+        added = {"deadLetterReason", "deliveryAttempts", "lastDeliveryOutcome", "lastHttpStatusCode", "publishTime", "lastDeliveryAttemptTime"}
+        published = {k: v for k, v in event.items() if k not in added and k not in {a.lower() for a in added}}
+        truth["records"][eid] = {"value": b64(json.dumps(published, separators=(",", ":")).encode())}
         hour = t.replace(minute=0, second=0, microsecond=0)
         folder = os.path.join(out, "deadletters", sub, str(t.year), str(t.month), str(t.day), str(t.hour))
         by_blob.setdefault((folder, hour, i // 7), []).append(event)
