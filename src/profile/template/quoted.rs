@@ -1,7 +1,8 @@
 //! Quoted values, found by a scan rather than a pattern: a closing quote is one a value can end
 //! on, so quotes inside a value (`'O''Brien'`, `"{"a":1"`, Go's `"a \"b\""`) stay inside it,
 //! quoted parts joined by `.` or `@` (`'svc'@'%'`, `` `db`.`tbl` ``) are one value, as MySQL
-//! writes names, and Python's `b'…'` is one value with its prefix.
+//! writes names, Python's `b'…'` is one value with its prefix, and Ruby's `` `name' `` one
+//! value as its later `'name'` is.
 
 use std::borrow::Cow;
 
@@ -24,15 +25,19 @@ fn closing_punctuation(c: char) -> bool {
 /// The end of the quoted value opened by `quote` at `open`, if it closes on this text: the
 /// first quote (not doubled, as SQL escapes one, nor after a backslash, as Go's `%q` and
 /// Python's repr escape one) followed by a space, the end, or closing punctuation and then a
-/// space, the end or another quote. A value that closes on no quote so (a Windows path's
-/// `'C:\tmp\'`) closes where a backslash is not taken as an escape.
+/// space, the end or another quote, with every bracket opened inside closed (`'{'id': 1}'`).
+/// A value that closes on no quote so closes where its brackets need not balance (`"{"a":1"`),
+/// then where a backslash is not taken as an escape (a Windows path's `'C:\tmp\'`).
 fn close(text: &str, open: usize, quote: char) -> Option<usize> {
-    close_where(text, open, quote, true).or_else(|| close_where(text, open, quote, false))
+    close_where(text, open, quote, true, true)
+        .or_else(|| close_where(text, open, quote, true, false))
+        .or_else(|| close_where(text, open, quote, false, false))
 }
 
-fn close_where(text: &str, open: usize, quote: char, escapes: bool) -> Option<usize> {
+fn close_where(text: &str, open: usize, quote: char, escapes: bool, balanced: bool) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut at = open + 1;
+    let mut depth = 0usize;
     while at < bytes.len() {
         let c = bytes[at];
         if c == b'\n' {
@@ -42,7 +47,12 @@ fn close_where(text: &str, open: usize, quote: char, escapes: bool) -> Option<us
             at += 2;
             continue;
         }
-        if c == quote as u8 {
+        match c {
+            b'{' | b'[' | b'(' if balanced => depth += 1,
+            b'}' | b']' | b')' if balanced => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if c == quote as u8 && depth == 0 {
             if quote != '`' && bytes.get(at + 1) == Some(&(quote as u8)) {
                 at += 2; // `''` inside a value: an escaped quote
                 continue;
@@ -74,7 +84,10 @@ fn find(text: &str) -> Vec<Quoted> {
         let joined = found.last().is_some_and(|q: &Quoted| q.end + 1 == at && matches!(&text[q.end..at], "." | "@"));
         let prefix = string_prefix(&text[..at]);
         if previous.is_none_or(opens_after) || joined || prefix > 0 {
-            if let Some(end) = close(text, at, c) {
+            // A backquote that no backquote closes closes on an apostrophe: `name', as Ruby
+            // before 3.4 and older GNU tools quote.
+            let end = close(text, at, c).or_else(|| if c == '`' { close(text, at, '\'') } else { None });
+            if let Some(end) = end {
                 match found.last_mut().filter(|_| joined) {
                     Some(last) => last.end = end,
                     None => found.push(Quoted { start: at - prefix, end }),
@@ -146,6 +159,15 @@ mod tests {
         assert_eq!(values(r"cannot open 'C:\tmp\' now"), [r"'C:\tmp\'"]);
         // Letters that are not a prefix, or a prefix inside a word, open nothing.
         assert_eq!(values("verb'x' and ab'y'"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn brackets_opened_inside_close_first_and_a_backquote_may_close_on_an_apostrophe() {
+        assert_eq!(values("unexpected character: '{'id': 12}' at line 1"), ["'{'id': 12}'"]);
+        assert_eq!(values("unbalanced '(a' and 'b'"), ["'(a'", "'b'"]);
+        assert_eq!(values("undefined method `address' for nil"), ["`address'"]);
+        assert_eq!(values("undefined method 'address' for nil"), ["'address'"]);
+        assert_eq!(values("no `open here"), Vec::<String>::new());
     }
 
     #[test]
