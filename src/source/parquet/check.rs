@@ -74,8 +74,33 @@ pub fn check_chunk(chunk: &ColumnChunkMetadata, file: &[u8], rows: usize) -> Res
     let range = chunk.byte_range();
     let (start, end) = (usize::try_from(range.start), usize::try_from(range.end));
     let pages = start.ok().zip(end.ok()).and_then(|(start, end)| file.get(start..end)).ok_or("the chunk lies outside the file")?;
-    let repeated = chunk.descriptor().descriptor.max_rep_level > 0;
-    check_pages(pages, u64::try_from(chunk.uncompressed_size()).unwrap_or(0), rows as u64, repeated)
+    let levels = Levels { repeated: chunk.descriptor().descriptor.max_rep_level > 0, optional: chunk.descriptor().descriptor.max_def_level > 0 };
+    check_pages(pages, u64::try_from(chunk.uncompressed_size()).unwrap_or(0), rows as u64, levels)
+}
+
+/// Which levels a column's data pages hold before their values: repetition levels when it is
+/// repeated (a list), definition levels when any value may be null.
+#[derive(Clone, Copy, Default)]
+pub struct Levels {
+    pub repeated: bool,
+    pub optional: bool,
+}
+
+impl Levels {
+    /// The bytes a version 1 data page holds at least: each kind of levels starts with its
+    /// length in 4 bytes (readers take those 4 bytes without looking).
+    fn v1_least_bytes(self) -> i64 {
+        4 * (i64::from(self.repeated) + i64::from(self.optional))
+    }
+
+    fn named(self) -> &'static str {
+        match (self.repeated, self.optional) {
+            (false, false) => "no levels",
+            (false, true) => "definition levels only",
+            (true, false) => "repetition levels only",
+            (true, true) => "both levels",
+        }
+    }
 }
 
 /// Values a page of a repeated column may claim beyond the rows left: lists of nulls or empty
@@ -86,13 +111,15 @@ const FREE_VALUES: u64 = 1 << 20;
 /// hold: every page within the chunk, none larger uncompressed than the whole chunk (which
 /// `check` bounded) or than `PAGE_RATIO` times its compressed bytes, no more values than the group's `rows` left (for a `repeated` column,
 /// than that plus eight a byte or `FREE_VALUES`), a dictionary no more values than bytes,
-/// every encoding one Parquet has.
+/// every encoding one Parquet has, the levels before a data page's values within the page
+/// (a version 1 page holds their 4-byte lengths; a version 2 page says theirs).
 /// Read before any page is decompressed, since decoders allocate what a header says.
-pub fn check_pages(chunk: &[u8], uncompressed: u64, rows: u64, repeated: bool) -> Result<(), String> {
-    crate::contain::contained(|| pages(chunk, uncompressed, rows, repeated)).unwrap_or_else(|panic| Err(format!("a page header cannot be parsed ({panic})")))
+pub fn check_pages(chunk: &[u8], uncompressed: u64, rows: u64, levels: Levels) -> Result<(), String> {
+    crate::contain::contained(|| pages(chunk, uncompressed, rows, levels)).unwrap_or_else(|panic| Err(format!("a page header cannot be parsed ({panic})")))
 }
 
-fn pages(chunk: &[u8], chunk_uncompressed: u64, rows: u64, repeated: bool) -> Result<(), String> {
+fn pages(chunk: &[u8], chunk_uncompressed: u64, rows: u64, levels: Levels) -> Result<(), String> {
+    let repeated = levels.repeated;
     use polars_parquet_format::thrift::protocol::TCompactInputProtocol;
     let mut at = 0usize;
     let mut rows_left = rows;
@@ -121,6 +148,20 @@ fn pages(chunk: &[u8], chunk_uncompressed: u64, rows: u64, repeated: bool) -> Re
         if !encodings_known {
             return Err(format!("{} names an encoding Parquet does not have", place()));
         }
+        // Readers split a data page at its levels' lengths without a bound.
+        if header.data_page_header.is_some() && i64::from(compressed.min(uncompressed)) < levels.v1_least_bytes() {
+            return Err(format!("{} holds {} bytes, too few for its levels' lengths", place(), compressed.min(uncompressed)));
+        }
+        if let Some(v2) = &header.data_page_header_v2 {
+            let (rep, def) = (v2.repetition_levels_byte_length, v2.definition_levels_byte_length);
+            if rep < 0 || def < 0 || i64::from(rep) + i64::from(def) > i64::from(compressed.min(uncompressed)) {
+                return Err(format!("{} says its levels take {rep} and {def} bytes of its {}", place(), compressed.min(uncompressed)));
+            }
+            // A column without repetition (or definition) levels has no bytes of them.
+            if (rep > 0 && !levels.repeated) || (def > 0 && !levels.optional) {
+                return Err(format!("{} says its levels take {rep} and {def} bytes where the column has {}", place(), levels.named()));
+            }
+        }
         let data = header.data_page_header.as_ref().map(|h| (h.num_values, None)).or(header.data_page_header_v2.as_ref().map(|h| (h.num_values, Some(h.num_rows))));
         if let Some((values, page_rows)) = data {
             let values = u64::try_from(values).map_err(|_| format!("{} claims {values} values", place()))?;
@@ -148,9 +189,12 @@ fn pages(chunk: &[u8], chunk_uncompressed: u64, rows: u64, repeated: bool) -> Re
 #[cfg(test)]
 mod tests {
     use polars_parquet_format::thrift::protocol::TCompactOutputProtocol;
-    use polars_parquet_format::{DataPageHeader, DictionaryPageHeader, Encoding, PageHeader, PageType};
+    use polars_parquet_format::{DataPageHeader, DataPageHeaderV2, DictionaryPageHeader, Encoding, PageHeader, PageType};
 
-    use super::check_pages;
+    use super::{check_pages, Levels};
+
+    const FLAT: Levels = Levels { repeated: false, optional: false };
+    const LIST: Levels = Levels { repeated: true, optional: true };
 
     /// A page as a writer lays it out: its Thrift header, then `compressed` bytes.
     fn page(kind: PageType, values: i32, uncompressed: i32, compressed: i32) -> Vec<u8> {
@@ -172,15 +216,15 @@ mod tests {
     #[test]
     fn pages_that_fit_their_chunk_pass() {
         let bytes = chunk(&[page(PageType::DICTIONARY_PAGE, 10, 200, 100), page(PageType::DATA_PAGE, 600, 4_000, 300), page(PageType::DATA_PAGE, 400, 3_000, 200)]);
-        check_pages(&bytes, 7_200, 1_000, false).unwrap();
+        check_pages(&bytes, 7_200, 1_000, FLAT).unwrap();
         // Up to 8 MiB uncompressed is allowed from any page, and a repeated column may hold
         // more values than rows.
-        check_pages(&chunk(&[page(PageType::DATA_PAGE, 5_000, 8 << 20, 10)]), 8 << 20, 1_000, true).unwrap();
+        check_pages(&chunk(&[page(PageType::DATA_PAGE, 5_000, 8 << 20, 10)]), 8 << 20, 1_000, LIST).unwrap();
     }
 
     #[test]
     fn a_page_claiming_more_than_its_chunk_holds_is_refused() {
-        let refused = |pages: &[Vec<u8>], chunk_uncompressed: u64, rows: u64| check_pages(&chunk(pages), chunk_uncompressed, rows, false).unwrap_err();
+        let refused = |pages: &[Vec<u8>], chunk_uncompressed: u64, rows: u64| check_pages(&chunk(pages), chunk_uncompressed, rows, FLAT).unwrap_err();
         let why = refused(&[page(PageType::DICTIONARY_PAGE, 10, i32::MAX, 100)], 1 << 40, 10);
         assert!(why.contains("claims 2147483647 bytes uncompressed from 100"), "{why}");
         let why = refused(&[page(PageType::DATA_PAGE, 10, 5_000, 100)], 4_000, 10);
@@ -198,24 +242,56 @@ mod tests {
     }
 
     #[test]
+    fn levels_must_fit_their_page() {
+        // A version 1 page of an optional column starts with its definition levels' length.
+        let optional = Levels { repeated: false, optional: true };
+        let why = check_pages(&page(PageType::DATA_PAGE, 10, 0, 10), 10, 10, optional).unwrap_err();
+        assert!(why.contains("holds 0 bytes, too few for its levels' lengths"), "{why}");
+        let why = check_pages(&page(PageType::DATA_PAGE, 10, 7, 7), 10, 10, LIST).unwrap_err();
+        assert!(why.contains("holds 7 bytes"), "{why}");
+        check_pages(&page(PageType::DATA_PAGE, 10, 8, 8), 10, 10, LIST).unwrap();
+        check_pages(&page(PageType::DATA_PAGE, 0, 0, 0), 10, 10, FLAT).unwrap();
+        // A version 2 page says its levels' lengths: they lie within the page.
+        let v2 = |rep: i32, def: i32, size: i32, levels: Levels| {
+            let header = DataPageHeaderV2::new(10, 0, 10, Encoding::PLAIN, def, rep, None, None);
+            let header = PageHeader::new(PageType::DATA_PAGE_V2, size, size, None, None, None, None, Some(header));
+            let mut bytes = Vec::new();
+            header.write_to_out_protocol(&mut TCompactOutputProtocol::new(&mut bytes)).unwrap();
+            bytes.resize(bytes.len() + size as usize, 0);
+            check_pages(&bytes, 1_000, 10, levels)
+        };
+        v2(20, 30, 100, LIST).unwrap();
+        v2(0, 100, 100, LIST).unwrap();
+        for (rep, def) in [(1000, 0), (0, 101), (60, 41), (-1, 0), (0, -5)] {
+            let why = v2(rep, def, 100, LIST).unwrap_err();
+            assert!(why.contains(&format!("says its levels take {rep} and {def} bytes of its 100")), "{why}");
+        }
+        let why = v2(10, 0, 100, Levels { repeated: false, optional: true }).unwrap_err();
+        assert!(why.contains("says its levels take 10 and 0 bytes where the column has definition levels only"), "{why}");
+        let why = v2(0, 1, 100, FLAT).unwrap_err();
+        assert!(why.contains("where the column has no levels"), "{why}");
+        v2(0, 0, 100, FLAT).unwrap();
+    }
+
+    #[test]
     fn an_encoding_parquet_does_not_have_is_refused() {
         let mut header = PageHeader::new(PageType::DATA_PAGE, 100, 10, None, Some(DataPageHeader::new(5, Encoding(42), Encoding::RLE, Encoding::RLE, None)), None, None, None);
         let mut bytes = Vec::new();
         header.write_to_out_protocol(&mut TCompactOutputProtocol::new(&mut bytes)).unwrap();
         bytes.resize(bytes.len() + 10, 0);
-        let why = check_pages(&bytes, 100, 5, false).unwrap_err();
+        let why = check_pages(&bytes, 100, 5, FLAT).unwrap_err();
         assert!(why.contains("names an encoding Parquet does not have"), "{why}");
         header.data_page_header.as_mut().unwrap().encoding = Encoding::PLAIN;
         bytes.clear();
         header.write_to_out_protocol(&mut TCompactOutputProtocol::new(&mut bytes)).unwrap();
         bytes.resize(bytes.len() + 10, 0);
-        check_pages(&bytes, 100, 5, false).unwrap();
+        check_pages(&bytes, 100, 5, FLAT).unwrap();
     }
 
     #[test]
     fn bytes_that_are_no_page_header_are_an_error_not_a_panic() {
         for bytes in [vec![0xFF; 64], vec![0x15, 0x00, 0x15], (0..=255).collect::<Vec<u8>>()] {
-            assert!(check_pages(&bytes, 1 << 20, 100, false).is_err());
+            assert!(check_pages(&bytes, 1 << 20, 100, FLAT).is_err());
         }
     }
 }
