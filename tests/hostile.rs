@@ -17,13 +17,18 @@ fn commands(name: &str) -> Vec<Vec<String>> {
         vec![vec!["rank", name, "--format", "json"], vec!["trend", name, "--format", "json"], vec!["health", name, "--format", "json"], vec!["diff", name, name, "--format", "json"]]
     } else {
         let profile: &[&str] = if name.contains("envelope") { &["--profile", "envelope"] } else { &[] };
-        [vec!["rank", name, "--format", "json"], vec!["trend", name, "--format", "json"], vec!["health", name, "--format", "json"], vec!["plan", name, "-o", "out.manifest"]]
+        let mut read: Vec<Vec<&str>> = [vec!["rank", name, "--format", "json"], vec!["trend", name, "--format", "json"], vec!["health", name, "--format", "json"], vec!["plan", name, "-o", "out.manifest"]]
             .into_iter()
             .map(|mut c| {
                 c.extend(profile);
                 c
             })
-            .collect()
+            .collect();
+        if name.ends_with(".parquet") {
+            // polars' own reader reads it whole.
+            read.push(vec!["query", name, "--execute", "SELECT * FROM dlq"]);
+        }
+        read
     };
     list.into_iter().map(|c| c.into_iter().map(str::to_string).collect()).collect()
 }

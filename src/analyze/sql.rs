@@ -9,7 +9,12 @@ use crate::source::RawTable;
 
 /// Runs `sql` with the raw records as table `dlq` (columns as in the dumps; inputs with
 /// different columns are aligned by name, missing ones null), on polars' streaming engine.
+/// A panic inside polars (on bytes its checks let through) is an error, never a crash.
 pub fn query(table: &RawTable, sql: &str) -> Result<DataFrame> {
+    crate::contain::contained(|| run(table, sql)).unwrap_or_else(|panic| Err(anyhow::anyhow!("polars failed on the inputs or the query ({panic})")))
+}
+
+fn run(table: &RawTable, sql: &str) -> Result<DataFrame> {
     let path = |p: &std::path::Path| PlRefPath::new(p.to_string_lossy().as_ref());
     let mut frames = Vec::new();
     if let Some(ndjson) = &table.ndjson {

@@ -201,14 +201,21 @@ fn supertype(schemas: Vec<Schema>) -> Result<SchemaRef> {
         .map_err(|e| anyhow!("the inputs' fields have types no one type holds: {e}"))
 }
 
+/// A Parquet input as a local file for polars' own reader, its footer and every page header
+/// checked first as every other path checks them (a damaged file is this input's error).
 fn local_parquet(storage: &Storage, input: &Input) -> Result<LocalFile> {
-    match &input.location {
-        Location::File(path) => Ok(LocalFile::Path(path.clone())),
+    let local = match &input.location {
+        Location::File(path) => LocalFile::Path(path.clone()),
         other => {
             let temp = TempFile::new();
             let mut file = std::fs::File::create(temp.path()).with_context(|| format!("{}: cannot create", temp.path().display()))?;
             std::io::copy(&mut storage.open(other)?, &mut file).with_context(|| format!("{}: read error", input.display))?;
-            Ok(LocalFile::Downloaded(temp))
+            LocalFile::Downloaded(temp)
         }
+    };
+    match crate::storage::map_file(local.path())? {
+        Some(mapped) => super::parquet::check_whole(&mapped.map, &input.display)?,
+        None => anyhow::bail!("{}: not a readable Parquet file (empty)", input.display),
     }
+    Ok(local)
 }

@@ -284,10 +284,19 @@ impl<'s> ParquetSource<'s> {
 /// A whole Parquet file in memory, read as one frame once its footer and every page header
 /// are checked (`check`), polars' reader contained: for the small files read whole.
 pub(super) fn read_whole(bytes: bytes::Bytes, display: &str) -> Result<DataFrame> {
+    check_whole(&bytes, display)?;
+    crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes)).finish())
+        .map_err(|panic| anyhow::anyhow!("the Parquet reader failed on it ({panic})"))?
+        .with_context(|| format!("{display}: not a readable Parquet file"))
+}
+
+/// A whole Parquet file's footer and every page header checked (`check`), polars' footer
+/// parser contained: what any path does before it gives polars' own reader a whole file.
+pub fn check_whole(bytes: &[u8], display: &str) -> Result<()> {
     let not_parquet = || format!("{display}: not a readable Parquet file");
-    let metadata = crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes.clone())).get_metadata().map(|m| m.clone()))
-        .map_err(|panic| anyhow::anyhow!("the footer cannot be parsed ({panic})"))?
-        .map_err(anyhow::Error::from)
+    let metadata = crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes)).get_metadata().map(|m| m.clone()))
+        .map_err(|panic| anyhow::anyhow!("the footer cannot be parsed ({panic})"))
+        .and_then(|read| read.map_err(anyhow::Error::from))
         .with_context(not_parquet)?;
     if let Err(why) = check::check(&metadata, bytes.len() as u64) {
         bail!("{display}: corrupt Parquet footer: {why}");
@@ -295,13 +304,11 @@ pub(super) fn read_whole(bytes: bytes::Bytes, display: &str) -> Result<DataFrame
     let mut offset = 0usize;
     for rg in &metadata.row_groups {
         for chunk in rg.parquet_columns() {
-            check::check_chunk(chunk, &bytes, rg.num_rows()).map_err(|why| corrupt_chunk(display, offset, chunk, &why))?;
+            check::check_chunk(chunk, bytes, rg.num_rows()).map_err(|why| corrupt_chunk(display, offset, chunk, &why))?;
         }
         offset = offset.saturating_add(rg.num_rows());
     }
-    crate::contain::contained(|| ParquetReader::new(Cursor::new(bytes)).finish())
-        .map_err(|panic| anyhow::anyhow!("the Parquet reader failed on it ({panic})"))?
-        .with_context(not_parquet)
+    Ok(())
 }
 
 /// The error of a column chunk whose pages claim more than it holds, in the row group that
