@@ -231,7 +231,10 @@ impl Scan<'_> {
                 let piece = piece?;
                 let index = piece.index();
                 let from_pages = match (&pieces, &piece) {
-                    (Pieces::Groups(source, _), Piece::Group(group)) => self.fold_pages(source, *group, &first_times, &mut part)?,
+                    // dlqf's page reader hands polars' decoders the pages: contained as
+                    // polars' own reader is, a panic there is the row group's corruption.
+                    (Pieces::Groups(source, _), Piece::Group(group)) => crate::contain::contained(|| self.fold_pages(source, *group, &first_times, &mut part))
+                        .unwrap_or_else(|panic| Err(source.corrupt_group(*group, &panic)))?,
                     _ => None,
                 };
                 let piece_tally = match from_pages {
