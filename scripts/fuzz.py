@@ -8,7 +8,9 @@ Seeds are made by dlqf itself (gen, plan, rank --format state): JSON-lines and P
 manifest and a state; and by tests/support/real_dumps.py: the frameworks' and brokers' dumps
 (Spring Kafka, RabbitMQ, Sidekiq, …), read with their built-in profiles. Each mutant is a byte-level change (bit flips, truncation, a spliced
 chunk, a number replaced by an extreme one, a large varint over a Parquet footer or into a
-page header, a page header claiming gigabytes with the file otherwise consistent) or a JSON-level one (a value replaced by an extreme,
+page header, a page header claiming gigabytes with the file otherwise consistent, one field of
+a footer's column chunk or of a page header set to what a crafted file claims: offsets -1, 0
+or past the file, sizes 0, a version 2 page's level lengths past the page) or a JSON-level one (a value replaced by an extreme,
 odd or wrongly typed one, a duplicated key, a base64 value's bytes changed under it); manifest and state mutants are re-sealed half of
 the time, so they reach the code behind the seal. Each command runs with a time limit and a cap
 on address space. A case is a finding when dlqf panics (exit 101), dies of a signal (an abort,
@@ -19,6 +21,7 @@ Standard library only, so it runs wherever the tests run.
 """
 import argparse
 import base64
+import copy
 import hashlib
 import json
 import os
@@ -30,6 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import parquet_thrift as thrift  # noqa: E402
 
 EXTREMES = [0, -1, 1, 2**31, 2**31 - 1, -(2**31), 2**32, 2**40, 2**53, 2**63 - 1, -(2**63), 2**64, 10**12,
             9.2e15, -9.2e15, 1e308, -1e308, 0.5, "", "é" * 40, "\u0000", "x" * 100000, None, True, [], {}, [[[[[]]]]]]
@@ -249,6 +255,57 @@ def mutate_page_size(data, rng):
     return data[:at] + new + data[after:after + 1] + shorter + data[end:next_at - grow] + data[next_at:]
 
 
+# A column chunk's ColumnMetaData fields (parquet.thrift): total sizes, num_values, and the
+# data, index and dictionary page offsets.
+CHUNK_FIELDS = {5: "num_values", 6: "total_uncompressed_size", 7: "total_compressed_size", 9: "data_page_offset",
+                10: "index_page_offset", 11: "dictionary_page_offset"}
+
+
+def mutate_chunk_field(data, rng):
+    """One field of one column chunk in a footer set to -1, 0, past the file or huge: a
+    crafted footer, every other byte consistent."""
+    try:
+        footer = thrift.footer_of(data)
+        groups = thrift.field(footer, 4)[1]
+        g = rng.randrange(len(groups))
+        c = rng.randrange(len(thrift.field(groups[g], 1)[1]))
+    except (IndexError, ValueError, TypeError):
+        return data
+    fid = rng.choice(sorted(CHUNK_FIELDS))
+    value = rng.choice([-1, 0, len(data), len(data) + rng.randrange(1, 1 << 20), 2**31 - 1, 2**62])
+    thrift.set_field(footer, [4, g, 1, c, 3, fid], value)
+    return thrift.with_footer(data, footer)
+
+
+def mutate_page_field(data, rng):
+    """One field of one page header set as a crafted file would: its uncompressed size 0, a
+    count -1 or huge, a version 2 page's level lengths past the page or on a column without
+    them; the page's body shortened or padded so every offset still holds."""
+    try:
+        _, pages = thrift.layout(data)
+    except (IndexError, ValueError, TypeError, KeyError):
+        return data
+    if not pages:
+        return data
+    page = rng.choice(pages)
+    header = copy.deepcopy(page[1])
+    v2 = thrift.field(header, 8)
+    body = page[3]
+    choices = [([2], 0), ([2], rng.choice([1, 3, body + 1]))]
+    sub = 8 if v2 is not None else 5 if thrift.field(header, 5) is not None else 7 if thrift.field(header, 7) is not None else None
+    if sub is not None:
+        choices += [([sub, 1], rng.choice([-1, 0, 2**31 - 1]))]
+    if v2 is not None:
+        choices += [([8, 3], rng.choice([-1, 0, 2**31 - 1]))]
+        choices += [([8, f], rng.choice([1, 1000, body, body + 1, -1])) for f in (5, 6)]
+    path, value = rng.choice(choices)
+    try:
+        thrift.set_field(header, path, value, thrift.I32)
+    except StopIteration:
+        return data
+    return thrift.with_page_header(data, page, header) or data
+
+
 def mutate_base64(data, rng):
     """A base64 value (a Sidekiq backtrace's zlib, a broker payload) decoded, changed as bytes
     and encoded again, so the change reaches the inflater or the payload's reader."""
@@ -264,6 +321,10 @@ def mutate_base64(data, rng):
 
 
 def mutate(kind, data, rng):
+    if kind == "parquet" and rng.random() < 0.2:
+        return mutate_chunk_field(data, rng), False
+    if kind == "parquet" and rng.random() < 0.25:
+        return mutate_page_field(data, rng), False
     if kind == "parquet" and rng.random() < 0.25:
         return mutate_footer(data, rng), False
     if kind == "parquet" and rng.random() < 0.3:
@@ -298,10 +359,17 @@ def commands(kind, path, work):
     out = os.path.join(work, "out")
     if kind in ("jsonl", "parquet"):
         profile = ["--profile", "envelope"] if "envelope" in path else []
-        return [["rank", path, "--format", "json"] + profile,
-                ["trend", path, "--format", "json"] + profile,
-                ["health", path, "--format", "json"] + profile,
-                ["plan", path, "-o", out + ".manifest"] + profile]
+        listed = [["rank", path, "--format", "json"] + profile,
+                  ["trend", path, "--format", "json"] + profile,
+                  ["health", path, "--format", "json"] + profile,
+                  ["plan", path, "-o", out + ".manifest"] + profile]
+        if kind == "parquet":
+            # polars' own reader (query), a state, and a later dump read against a manifest.
+            listed += [["query", path, "--execute", "SELECT * FROM dlq"],
+                       ["rank", path, "--format", "state", "-o", out + ".state"] + profile]
+            if os.path.exists(os.path.join(work, "m.manifest")):
+                listed.append(["returned", os.path.join(work, "m.manifest"), path, "--format", "json"])
+        return listed
     if kind == "framework":
         # fw/PROFILE/...: a frameworks' or brokers' dump read with its built-in profile.
         profile = ["--profile", path.split(os.sep + "fw" + os.sep, 1)[1].split(os.sep)[0]]
@@ -379,7 +447,19 @@ def seeds(dlqf, work):
         subprocess.run([sys.executable, writer, layout, folder, "24", "5"], check=True, capture_output=True)
         files = sorted(os.path.relpath(os.path.join(root, f), work) for root, _, names in os.walk(folder) for f in names)
         framework += files[:2]  # (two of each, so that each layout is drawn as often)
-    return {"jsonl": ["vision.jsonl", "envelope.jsonl"], "parquet": ["vision.parquet"], "manifest": ["m.manifest"],
+    parquet = ["vision.parquet"]
+    # Version 2 data pages, as pyarrow writes them, where a Python with pyarrow is at hand
+    # (the tests' venv).
+    for python in (sys.executable, os.path.expanduser("~/.cache/dlqf-venv/bin/python")):
+        convert = "import pyarrow.parquet as pq, sys; pq.write_table(pq.read_table(sys.argv[1]), sys.argv[2], data_page_version='2.0', compression=sys.argv[3])"
+        made = [subprocess.run([python, "-c", convert, "vision.parquet", f"vision-v2-{codec}.parquet", codec], cwd=work, capture_output=True).returncode == 0
+                for codec in ("none", "zstd")] if os.path.exists(python) else [False]
+        if all(made):
+            parquet += ["vision-v2-none.parquet", "vision-v2-zstd.parquet"]
+            break
+    else:
+        print("no pyarrow: Parquet seeds without version 2 pages", file=sys.stderr)
+    return {"jsonl": ["vision.jsonl", "envelope.jsonl"], "parquet": parquet, "manifest": ["m.manifest"],
             "state": ["s.state", "e.state"], "framework": sorted(framework)}
 
 
@@ -440,6 +520,8 @@ def main():
         path = os.path.join(work, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         open(path, "wb").write(mutant)
+        if kind == "parquet":
+            shutil.copy(os.path.join(base, "m.manifest"), os.path.join(work, "m.manifest"))
         for cmd in commands(kind, path, work):
             code, stderr = run(args.dlqf, cmd, args.timeout, args.limit_gib << 30, work)
             changed = kind in ("manifest", "state") and not resealed and not same_content(kind, data, mutant)
