@@ -84,13 +84,17 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
 
 /// `shape` of a JSON string's text, read as written: lines end at `\n` escapes, an escape is
 /// one unit (so `\\n` is a backslash and an n), a line is indented when it starts with
-/// whitespace or a `\t`, `\f` or `\r` escape. False when the text does not end with its
-/// quote, or holds a `\u` escape (an escaped space could hide an indentation).
+/// whitespace or a `\t`, `\f` or `\r` escape. The text is kept as written, `\n` escapes
+/// included, but for each unindented line's shape: runs of frames are copied at once. False
+/// when the text does not end with its quote, or holds a `\u` escape (an escaped space could
+/// hide an indentation).
 fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
     let Some(body) = raw.strip_suffix('"') else { return false };
     let bytes = body.as_bytes();
     let mut start = 0;
     let mut from = 0;
+    // Where the text not yet in `into` starts: the lines since the last unindented one.
+    let mut kept = 0;
     loop {
         // The next `\n` escape: backslashes are found by memchr, each taking the byte after it.
         let mut end = bytes.len();
@@ -105,11 +109,16 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
             }
             from = at + 2;
         }
-        let line = &body[start..end.min(body.len())];
+        let line_end = end.min(body.len());
+        let line = &body[start..line_end];
         let indented = line.starts_with(char::is_whitespace) || ["\\t", "\\f", "\\r"].iter().any(|e| line.starts_with(e));
-        shape_line(line, indented, into);
-        into.push(b'\n');
+        if !indented {
+            into.extend_from_slice(&bytes[kept..start]);
+            shape_line(line, false, into);
+            kept = line_end;
+        }
         if end >= bytes.len() {
+            into.extend_from_slice(&bytes[kept..]);
             return true;
         }
         start = end + 2;
@@ -193,4 +202,30 @@ fn arrow(bytes: &[u8]) -> Option<usize> {
         from = at + 1;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    fn key(raw: &str) -> Option<Vec<u8>> {
+        let mut into = Vec::new();
+        super::escaped_shape(raw, &mut into).then_some(into)
+    }
+
+    #[test]
+    fn escaped_traces_share_a_key_only_when_their_messages_alone_differ() {
+        let a = r#"x.Wrapper: failed for order 17\n\tat a.B.c(B.java:12)\n\tat a.D.e(D.java:3)\nCaused by: x.Boom: id 9\n\tat a.F.g(F.java:40)""#;
+        let other_messages = r#"x.Wrapper: failed for order 2048\n\tat a.B.c(B.java:12)\n\tat a.D.e(D.java:3)\nCaused by: x.Boom: id 77\n\tat a.F.g(F.java:40)""#;
+        assert_eq!(key(a), key(other_messages));
+        for different in [
+            r#"x.Wrapper: failed for order 17\n\tat a.B.c(B.java:13)\n\tat a.D.e(D.java:3)\nCaused by: x.Boom: id 9\n\tat a.F.g(F.java:40)""#,
+            r#"x.Wrapper: failed for order 17\n\tat a.B.c(B.java:12)\nCaused by: x.Boom: id 9\n\tat a.D.e(D.java:3)\n\tat a.F.g(F.java:40)""#,
+            r#"x.Wrapper: failed for order 17\n\tat a.B.c(B.java:12)\n\tat a.D.e(D.java:3)\nCaused by: x.Bang: id 9\n\tat a.F.g(F.java:40)""#,
+            r#"x.Wrapper: failed for order 17\n\tat a.B.c(B.java:12)\\n\tat a.D.e(D.java:3)\nCaused by: x.Boom: id 9\n\tat a.F.g(F.java:40)""#,
+            r#"x.Wrapper: failed for order 17\n\tat a.B.c(B.java:12)\n\tat a.D.e(D.java:3)\nCaused by: x.Boom: id 9\n\tat a.F.g(F.java:40)\n""#,
+        ] {
+            assert_ne!(key(a), key(different), "{different}");
+        }
+        assert_eq!(key(r#"x.Boom: a \u0020 b""#), None, "a \\u escape is not shaped");
+        assert_eq!(key("no closing quote"), None);
+    }
 }
