@@ -168,14 +168,7 @@ def mutate_bytes(data, rng):
 
 def large_varint(rng):
     """A zigzag varint (Thrift compact) of a size or count no real file has."""
-    value = rng.choice([2**31 - 1, 2**31, 2**33, 2**40, 10**12, 2**62]) << 1
-    varint = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        varint.append(byte | (0x80 if value else 0))
-        if not value:
-            break
-    return bytes(varint)
+    return thrift.varint(rng.choice([2**31 - 1, 2**31, 2**33, 2**40, 10**12, 2**62]) << 1)
 
 
 def mutate_footer(data, rng):
@@ -207,27 +200,6 @@ def mutate_page_header(data, rng):
     return bytes(out)
 
 
-def read_varint(data, at):
-    value, shift = 0, 0
-    while at < len(data):
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, at
-    return None, at
-
-
-def varint(value):
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def mutate_page_size(data, rng):
     """A page header claiming a large uncompressed size with the file otherwise consistent:
     the larger varint's extra bytes come off the end of the page (its compressed size told),
@@ -237,15 +209,15 @@ def mutate_page_size(data, rng):
         return data
     pick = rng.randrange(len(starts))
     at = starts[pick] + 3
-    uncompressed, after = read_varint(data, at)
+    uncompressed, after = thrift.read_varint(data, at)
     if uncompressed is None or after >= len(data) or data[after] != 0x15:
         return data
-    compressed, end = read_varint(data, after + 1)
+    compressed, end = thrift.read_varint(data, after + 1)
     if compressed is None:
         return data
-    new = varint(rng.choice([2**31 - 1, 2**30, 2**28, 2**24]) << 1)
+    new = thrift.varint(rng.choice([2**31 - 1, 2**30, 2**28, 2**24]) << 1)
     grow = len(new) - (after - at)
-    shorter = varint(max(0, (compressed >> 1) - grow) << 1)
+    shorter = thrift.varint(max(0, (compressed >> 1) - grow) << 1)
     if len(shorter) != end - (after + 1):
         return data
     # The page ends where the next header starts (or the footer does).

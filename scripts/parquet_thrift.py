@@ -16,15 +16,34 @@ map (key type, value type, [(key, value)]).
 STOP, TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(13)
 
 
-def _varint(data, at):
+def read_varint(data, at):
+    """The unsigned varint at `at` and where it ends; None (and the end) when it is cut off."""
     value = shift = 0
-    while True:
+    while at < len(data):
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
         shift += 7
         if not byte & 0x80:
             return value, at
+    return None, at
+
+
+def varint(value):
+    """An unsigned varint's bytes."""
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _varint(data, at):
+    value, at = read_varint(data, at)
+    if value is None:
+        raise ValueError("a varint cut off at the end")
+    return value, at
 
 
 def _zigzag(value):
@@ -97,11 +116,7 @@ def read_struct(data, at=0):
 
 
 def _write_varint(out, value):
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return
+    out.extend(varint(value))
 
 
 def _write_value(out, kind, value):
