@@ -246,3 +246,31 @@ for name, field, column in [("two", "attempts", pa.array([{"a": 1, "b": 2}] * n,
         assert!(pages.stderr.contains("no row accepted: all 300 rows were rejected"), "{}", pages.stderr);
     }
 }
+
+/// pyarrow writes an empty table, or an empty row group between full ones, with chunks of no
+/// values whose data page offset is 0 (and a dictionary page alone where dictionaries are
+/// on): the footer checks take them as empty, and every reader counts their rows as none.
+#[test]
+#[ignore = "needs pyarrow: make test runs it"]
+fn empty_row_groups_as_pyarrow_writes_them_read_as_no_rows() {
+    let dir = Dir::new();
+    let script = r#"
+import sys
+import pyarrow as pa, pyarrow.parquet as pq
+table = pa.table({"capture_id": [f"id-{i:03d}" for i in range(200)], "stage": ["a", "b"] * 100, "reject_reason": ["r"] * 200,
+                  "registry_revision": ["v"] * 200, "capture_timestamp": [f"2026-10-01T{i % 24:02d}:00:00Z" for i in range(200)]})
+pq.write_table(table.slice(0, 0), f"{sys.argv[1]}/empty-dictionary.parquet")
+pq.write_table(table.slice(0, 0), f"{sys.argv[1]}/empty-plain-v2.parquet", use_dictionary=False, data_page_version="2.0")
+with pq.ParquetWriter(f"{sys.argv[1]}/gap.parquet", table.schema) as w:
+    w.write_table(table.slice(0, 100))
+    w.write_table(table.slice(0, 0))
+    w.write_table(table.slice(100, 100))
+"#;
+    write_files(&dir, script);
+    for (file, rows) in [("empty-dictionary.parquet", 0), ("empty-plain-v2.parquet", 0), ("gap.parquet", 200)] {
+        let report: Value = serde_json::from_str(&dir.command().args(["rank", "--format", "json", file]).expect_code(0).stdout).unwrap();
+        assert_eq!(report["total"], rows, "{file}");
+        let count: Value = serde_json::from_str(&dir.command().args(["query", file, "--execute", "SELECT count(*) AS n FROM dlq", "--format", "json"]).expect_code(0).stdout).unwrap();
+        assert_eq!(count[0]["n"], rows, "{file}");
+    }
+}
