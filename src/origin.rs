@@ -200,7 +200,9 @@ impl OriginExprs {
             seen.found[2] += 1;
             out.value = match value_of(value, record)? {
                 Some(found) => Payload::Bytes(found.into_bytes()),
-                None => Payload::Null,
+                // A null payload is a tombstone; one whose stages find nothing is no payload.
+                None if all_null(value, record) => Payload::Null,
+                None => return Err(format!("origin value `{}`: its stages find nothing in the record", value.text)),
             };
             if let (Some(encoding), Payload::Bytes(bytes)) = (&self.value_encoding, &out.value) {
                 let base64 = value_of(encoding, record)?.is_some_and(|e| e.into_bytes().eq_ignore_ascii_case(b"base64"));
@@ -261,6 +263,11 @@ fn integer_of(expr: Option<&FieldExpr>, record: &[u8]) -> Result<Option<i64>, St
 /// Whether the record has the field at all (null included).
 fn present(expr: &FieldExpr, record: &[u8]) -> bool {
     expr.alternatives.iter().any(|a| raw_json::lookup(record, &a.path).is_some())
+}
+
+/// Whether every alternative the record has is null.
+fn all_null(expr: &FieldExpr, record: &[u8]) -> bool {
+    expr.alternatives.iter().filter_map(|a| raw_json::lookup(record, &a.path)).all(|raw| raw.starts_with(b"null"))
 }
 
 /// An expression's value in a record's JSON text: the first alternative present and not null,
@@ -435,6 +442,12 @@ mod tests {
         let why = kcat_origin().exprs(false).resolve(br#"{"key":"k","data_base64":"AAE="}"#, &mut seen).unwrap_err();
         assert!(why.contains("origin value `payload // value | base64 // value` is not in the record"), "{why}");
         assert_eq!(seen.found[2], 0);
+        // There, but its stages find nothing: not a tombstone either.
+        let origin = Origin { value: Some("data | json | body".into()), ..Origin::default() };
+        let why = origin.exprs(false).resolve(br#"{"data":"{\"head\":1}"}"#, &mut seen).unwrap_err();
+        assert!(why.contains("its stages find nothing in the record"), "{why}");
+        let tombstone = origin.exprs(false).resolve(br#"{"data":null}"#, &mut seen).unwrap();
+        assert_eq!(tombstone.value, Payload::Null);
     }
 
     #[test]

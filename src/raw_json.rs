@@ -213,7 +213,6 @@ fn trim(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
-/// JSON text without the whitespace between its tokens (strings kept byte for byte).
 /// An object's text without the members `drop` names, the others' values as written
 /// (whitespace between them left out); any other value minified.
 pub fn without_members(object: &[u8], drop: impl Fn(&[u8]) -> bool) -> Vec<u8> {
@@ -234,6 +233,7 @@ pub fn without_members(object: &[u8], drop: impl Fn(&[u8]) -> bool) -> Vec<u8> {
     out
 }
 
+/// JSON text without the whitespace between its tokens (strings kept byte for byte).
 pub fn minified(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
