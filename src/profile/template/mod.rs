@@ -22,7 +22,7 @@ const MAX_TOKENS: usize = 100;
 pub const PLACEHOLDER: &str = "<*>";
 /// Changes whenever a rule below changes what a message's template is, so partial states made
 /// under other rules are refused rather than merged into different buckets.
-pub const RULES_VERSION: u32 = 6;
+pub const RULES_VERSION: u32 = 7;
 
 static EMAIL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").unwrap());

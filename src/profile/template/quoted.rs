@@ -52,6 +52,11 @@ fn close_where(text: &str, open: usize, quote: char, escapes: bool, balanced: bo
             b'}' | b']' | b')' if balanced => depth = depth.saturating_sub(1),
             _ => {}
         }
+        // A quote inside an open bracket that ends a word closes a value of its own
+        // (`'(' but got ')'`): the brackets are not this value's.
+        if balanced && depth > 0 && c == quote as u8 && bytes.get(at + 1).is_none_or(u8::is_ascii_whitespace) {
+            return None;
+        }
         if c == quote as u8 && depth == 0 {
             if quote != '`' && bytes.get(at + 1) == Some(&(quote as u8)) {
                 at += 2; // `''` inside a value: an escaped quote
@@ -86,7 +91,7 @@ fn find(text: &str) -> Vec<Quoted> {
         if previous.is_none_or(opens_after) || joined || prefix > 0 {
             // A backquote that no backquote closes closes on an apostrophe: `name', as Ruby
             // before 3.4 and older GNU tools quote.
-            let end = close(text, at, c).or_else(|| if c == '`' { close(text, at, '\'') } else { None });
+            let end = close(text, at, c).or_else(|| if c == '`' { close(text, at, '\'').filter(|&end| !opens_inside(&text[at + 1..end - 1])) } else { None });
             if let Some(end) = end {
                 match found.last_mut().filter(|_| joined) {
                     Some(last) => last.end = end,
@@ -97,6 +102,19 @@ fn find(text: &str) -> Vec<Quoted> {
         previous = Some(c);
     }
     found
+}
+
+/// Whether `inside` holds a quote where a value could open (after a space or an opener): a
+/// backquote's apostrophe past it would swallow that value.
+fn opens_inside(inside: &str) -> bool {
+    let mut previous = ' ';
+    for c in inside.chars() {
+        if matches!(c, '\'' | '`') && opens_after(previous) {
+            return true;
+        }
+        previous = c;
+    }
+    false
 }
 
 /// The length of a Python string prefix (`b`, `r`, `u`, `f`, `rb`, `br`, any case) that ends
@@ -168,6 +186,14 @@ mod tests {
         assert_eq!(values("undefined method `address' for nil"), ["`address'"]);
         assert_eq!(values("undefined method 'address' for nil"), ["'address'"]);
         assert_eq!(values("no `open here"), Vec::<String>::new());
+        // Quoted brackets apart are values apart.
+        assert_eq!(values("expected '(' but got ')'"), ["'('", "')'"]);
+        assert_eq!(values("syntax error near '(' at 'foo)'"), ["'('", "'foo)'"]);
+        assert_eq!(values("regex '[a-z' missing ']' near 'q'"), ["'[a-z'", "']'", "'q'"]);
+        assert_eq!(values("bad '(' and ')' and 'z'"), ["'('", "')'", "'z'"]);
+        // A backquote's apostrophe never reaches past a value that opens before it.
+        assert_eq!(values("command `ls -l failed: can't open 'x'"), ["'x'"]);
+        assert_eq!(values("see `x`s is not 'y'"), ["'y'"]);
     }
 
     #[test]
