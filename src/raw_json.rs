@@ -122,6 +122,12 @@ pub fn headers(array: &[u8]) -> impl Iterator<Item = (Vec<u8>, Option<&[u8]>)> {
 
 /// The members of an object's raw text: each name's bytes and its value's raw text.
 pub fn members(object: &[u8]) -> impl Iterator<Item = (Vec<u8>, &[u8])> {
+    members_as_written(object).map(|(_, name, value)| (name, value))
+}
+
+/// Each member of an object's raw text: its name as written (quotes included), the bytes the
+/// name stands for, and the raw text of its value.
+pub fn members_as_written(object: &[u8]) -> impl Iterator<Item = (&[u8], Vec<u8>, &[u8])> {
     let mut pos = if object.first() == Some(&b'{') { 1 } else { object.len() };
     std::iter::from_fn(move || {
         pos = skip_ws(object, pos);
@@ -131,8 +137,8 @@ pub fn members(object: &[u8]) -> impl Iterator<Item = (Vec<u8>, &[u8])> {
         if object.get(pos)? != &b'"' {
             return None;
         }
-        let key_end = value_end(object, pos)?;
-        let key = string_bytes(&object[pos..key_end])?;
+        let (key_start, key_end) = (pos, value_end(object, pos)?);
+        let key = string_bytes(&object[key_start..key_end])?;
         pos = skip_ws(object, key_end);
         if object.get(pos)? != &b':' {
             return None;
@@ -140,7 +146,7 @@ pub fn members(object: &[u8]) -> impl Iterator<Item = (Vec<u8>, &[u8])> {
         let start = skip_ws(object, pos + 1);
         let end = value_end(object, start)?;
         pos = end;
-        Some((key, &object[start..end]))
+        Some((&object[key_start..key_end], key, &object[start..end]))
     })
 }
 
@@ -213,19 +219,19 @@ fn trim(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
-/// An object's text without the members `drop` names, the others' values as written
-/// (whitespace between them left out); any other value minified.
+/// An object's text without the members `drop` names, the others' names and values as
+/// written (whitespace between them left out); any other value minified.
 pub fn without_members(object: &[u8], drop: impl Fn(&[u8]) -> bool) -> Vec<u8> {
     let object = trim(object);
     if object.first() != Some(&b'{') {
         return minified(object);
     }
     let mut out = vec![b'{'];
-    for (name, value) in members(object).filter(|(name, _)| !drop(name)) {
+    for (written, _, value) in members_as_written(object).filter(|(_, name, _)| !drop(name)) {
         if out.len() > 1 {
             out.push(b',');
         }
-        out.extend(serde_json::to_vec(&String::from_utf8_lossy(&name)).expect("strings serialise"));
+        out.extend_from_slice(written);
         out.push(b':');
         out.extend(minified(value));
     }
