@@ -171,12 +171,22 @@ enum Verdict {
     SplitBy(fn(&[&str]) -> String),
 }
 
+/// The messages of `fills` by the key each fill gives.
+fn tally<'f, 'w: 'f>(fills: impl IntoIterator<Item = &'f (Vec<&'w str>, u64)>, key: fn(&[&str]) -> String) -> BTreeMap<String, u64> {
+    let mut by_key: BTreeMap<String, u64> = BTreeMap::new();
+    for (fill, n) in fills {
+        *by_key.entry(key(fill)).or_default() += n;
+    }
+    by_key
+}
+
+fn whole(fill: &[&str]) -> String {
+    fill.join(" ")
+}
+
 /// Whether one gap's fills (each with its messages) look like a value.
 fn judge(fills: &[(Vec<&str>, u64)], total: u64) -> Verdict {
-    let mut by_fill: BTreeMap<String, u64> = BTreeMap::new();
-    for (fill, n) in fills {
-        *by_fill.entry(fill.join(" ")).or_default() += n;
-    }
+    let by_fill = tally(fills, whole);
     if by_fill.len() == 1 {
         return Verdict::Constant;
     }
@@ -185,16 +195,13 @@ fn judge(fills: &[(Vec<&str>, u64)], total: u64) -> Verdict {
     let enough = by_fill.len() >= MIN_VALUES || (masked && by_fill.len() >= 2);
     let many = by_fill.len() >= MANY_VALUES || by_fill.len() as f64 >= VALUES_PER_MESSAGE * total as f64;
     if !(enough && many) || top as f64 > MAX_TOP_SHARE * total as f64 {
-        return Verdict::SplitBy(|fill| fill.join(" "));
+        return Verdict::SplitBy(whole);
     }
     // Fills that mostly start (or end) with one word hide wording of several causes behind
     // a gap (`type integer or type …` beside `relation orders`): split by that word.
     let ends: [fn(&[&str]) -> String; 2] = [|f| f.first().map_or(String::new(), |w| w.to_string()), |f| f.last().map_or(String::new(), |w| w.to_string())];
     for end in ends {
-        let mut by_end: BTreeMap<String, u64> = BTreeMap::new();
-        for (fill, n) in fills.iter().filter(|(f, _)| f.len() > 1) {
-            *by_end.entry(end(fill)).or_default() += n;
-        }
+        let by_end = tally(fills.iter().filter(|(f, _)| f.len() > 1), end);
         if by_end.iter().any(|(word, &n)| word != PLACEHOLDER && n as f64 > MAX_TOP_SHARE * total as f64) {
             return Verdict::SplitBy(end);
         }
@@ -233,7 +240,7 @@ fn settle(templates: &[(Vec<&str>, u64)], members: Vec<usize>, patterns: &mut Ve
     for (g, (fills, verdict)) in judged.into_iter().enumerate() {
         let open_ended = g == 0 || g == last;
         let verdict = match verdict {
-            Verdict::Value if open_ended && !anchored && fills.iter().any(|(f, _)| f.len() != 1) => Verdict::SplitBy(|fill| fill.join(" ")),
+            Verdict::Value if open_ended && !anchored && fills.iter().any(|(f, _)| f.len() != 1) => Verdict::SplitBy(whole),
             verdict => verdict,
         };
         match verdict {
@@ -265,11 +272,7 @@ fn settle(templates: &[(Vec<&str>, u64)], members: Vec<usize>, patterns: &mut Ve
             None => words.extend(placed[0][g].iter().copied()),
             Some(fills) => {
                 words.push(if fills.iter().all(|(f, _)| f.len() == 1) { WILDCARD } else { GAP });
-                let mut by_fill: BTreeMap<String, u64> = BTreeMap::new();
-                for (fill, n) in fills {
-                    *by_fill.entry(fill.join(" ")).or_default() += n;
-                }
-                let mut values: Vec<(String, u64)> = by_fill.into_iter().collect();
+                let mut values: Vec<(String, u64)> = tally(fills, whole).into_iter().collect();
                 values.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
                 shown.push(values.into_iter().take(SHOWN).map(|(v, _)| v).collect());
             }
