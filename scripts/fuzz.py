@@ -200,31 +200,26 @@ def mutate_page_header(data, rng):
     return bytes(out)
 
 
+def pages_of(data):
+    """Every page of a Parquet file (`parquet_thrift.layout`), none when its footer or a page
+    header cannot be read."""
+    try:
+        return thrift.layout(data)[1]
+    except (IndexError, ValueError, TypeError, KeyError):
+        return []
+
+
 def mutate_page_size(data, rng):
-    """A page header claiming a large uncompressed size with the file otherwise consistent:
-    the larger varint's extra bytes come off the end of the page (its compressed size told),
-    so every later page and the footer still line up and the header is what a reader trusts."""
-    starts = [m.start() for m in re.finditer(rb"\x15[\x00\x04\x06]\x15", data)]
-    if not starts:
+    """A page header claiming a large uncompressed size with the file otherwise consistent
+    (`parquet_thrift.with_page_header`): every later page and the footer still line up, so
+    the header is what a reader trusts."""
+    pages = pages_of(data)
+    if not pages:
         return data
-    pick = rng.randrange(len(starts))
-    at = starts[pick] + 3
-    uncompressed, after = thrift.read_varint(data, at)
-    if uncompressed is None or after >= len(data) or data[after] != 0x15:
-        return data
-    compressed, end = thrift.read_varint(data, after + 1)
-    if compressed is None:
-        return data
-    new = thrift.varint(rng.choice([2**31 - 1, 2**30, 2**28, 2**24]) << 1)
-    grow = len(new) - (after - at)
-    shorter = thrift.varint(max(0, (compressed >> 1) - grow) << 1)
-    if len(shorter) != end - (after + 1):
-        return data
-    # The page ends where the next header starts (or the footer does).
-    next_at = starts[pick + 1] if pick + 1 < len(starts) else len(data) - 8 - int.from_bytes(data[-8:-4], "little")
-    if next_at - grow <= end:
-        return data
-    return data[:at] + new + data[after:after + 1] + shorter + data[end:next_at - grow] + data[next_at:]
+    page = rng.choice(pages)
+    header = copy.deepcopy(page[1])
+    thrift.set_field(header, [2], rng.choice([2**31 - 1, 2**30, 2**28, 2**24]), thrift.I32)
+    return thrift.with_page_header(data, page, header) or data
 
 
 # A column chunk's ColumnMetaData fields (parquet.thrift): total sizes, num_values, and the
@@ -253,10 +248,7 @@ def mutate_page_field(data, rng):
     """One field of one page header set as a crafted file would: its uncompressed size 0, a
     count -1 or huge, a version 2 page's level lengths past the page or on a column without
     them; the page's body shortened or padded so every offset still holds."""
-    try:
-        _, pages = thrift.layout(data)
-    except (IndexError, ValueError, TypeError, KeyError):
-        return data
+    pages = pages_of(data)
     if not pages:
         return data
     page = rng.choice(pages)
