@@ -18,12 +18,14 @@ Writes OUT_DIR/{dev,holdout}/{all,learn,test,clear}/<Name>.csv with Content and
 EventTemplate columns.
 """
 import argparse
-import csv
-import hashlib
 import os
 import random
 import re
 import string
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus_split  # noqa: E402
 
 PLACEHOLDER = re.compile(r"%(?:[-+ #0]*)(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L|q)?([sdiucxXfgeEpMTBb])")
 
@@ -68,10 +70,7 @@ def value(kind, quoted, rng):
 
 
 def fill(message, rng):
-    def one(m):
-        before = message[max(0, m.start() - 1):m.start()]
-        return value(m.group(1), before in "'\"`", rng)
-    return PLACEHOLDER.sub(one, message)
+    return corpus_split.fill(message, PLACEHOLDER, value, rng)
 
 
 def is_clear(message):
@@ -111,20 +110,13 @@ def main():
     rng = random.Random(args.seed)
     rows = {"dev": [], "holdout": []}
     for name, message in entries(args.errmsg):
-        half = "holdout" if hashlib.sha256(name.encode()).digest()[0] % 2 else "dev"
+        half = corpus_split.half(name)
         clear = is_clear(message)
         for i in range(args.per_entry):
             # The label is the catalog's format string: entries that share one are one template.
             rows[half].append((fill(message, rng), message, i, clear))
+    corpus_split.write(rows, args.out, "Catalog", [("all", lambda r: True), ("learn", lambda r: r[2] % 2 == 1), ("test", lambda r: r[2] % 2 == 0), ("clear", lambda r: r[3])])
     for half, lines in rows.items():
-        for subset, keep in [("all", lambda r: True), ("learn", lambda r: r[2] % 2 == 1), ("test", lambda r: r[2] % 2 == 0), ("clear", lambda r: r[3])]:
-            folder = os.path.join(args.out, half, subset)
-            os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, f"Catalog-{half}-{subset}.csv"), "w", newline="", encoding="utf-8") as f:
-                w = csv.writer(f)
-                w.writerow(["LineId", "Content", "EventTemplate"])
-                for n, r in enumerate(r for r in lines if keep(r)):
-                    w.writerow([n + 1, r[0], r[1]])
         print(f"{half}: {len(lines)} messages, {len({r[1] for r in lines})} entries, {len({r[1] for r in lines if r[3]})} clear")
 
 

@@ -22,12 +22,14 @@ measured on the other.
 Writes OUT_DIR/{dev,holdout}/{all,learn,test}/<Name>.csv with Content and EventTemplate columns.
 """
 import argparse
-import csv
-import hashlib
 import html
 import os
 import random
 import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus_split  # noqa: E402
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*|\d+)(?::[^}]*)?\}")
 
@@ -72,10 +74,7 @@ def value(name, quoted, rng):
 
 
 def fill(message, rng):
-    def one(m):
-        before = message[max(0, m.start() - 1):m.start()]
-        return value(m.group(1), before in "'\"`", rng)
-    return PLACEHOLDER.sub(one, message)
+    return corpus_split.fill(message, PLACEHOLDER, value, rng)
 
 
 def entries(path):
@@ -107,18 +106,11 @@ def main():
             if message in seen:
                 continue
             seen.add(message)
-            half = "holdout" if hashlib.sha256(name.encode()).digest()[0] % 2 else "dev"
+            half = corpus_split.half(name)
             for i in range(occurrences(rng)):
                 rows[half].append((fill(message, rng), message, i))
+    corpus_split.write(rows, out, "Resx", [("all", lambda r: True), ("learn", lambda r: r[2] % 2 == 1), ("test", lambda r: r[2] % 2 == 0)])
     for half, lines in rows.items():
-        for subset, keep in [("all", lambda r: True), ("learn", lambda r: r[2] % 2 == 1), ("test", lambda r: r[2] % 2 == 0)]:
-            folder = os.path.join(out, half, subset)
-            os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, f"Resx-{half}-{subset}.csv"), "w", newline="", encoding="utf-8") as f:
-                w = csv.writer(f)
-                w.writerow(["LineId", "Content", "EventTemplate"])
-                for n, r in enumerate(r for r in lines if keep(r)):
-                    w.writerow([n + 1, r[0], r[1]])
         print(f"{half}: {len(lines)} messages, {len({r[1] for r in lines})} templates")
 
 
