@@ -69,10 +69,6 @@ def value(kind, quoted, rng):
     return rng.choice(HOSTS)
 
 
-def fill(message, rng):
-    return corpus_split.fill(message, PLACEHOLDER, value, rng)
-
-
 def is_clear(message):
     """Every placeholder a number, or a string inside quotes."""
     for m in PLACEHOLDER.finditer(message):
@@ -114,7 +110,7 @@ def main():
         clear = is_clear(message)
         for i in range(args.per_entry):
             # The label is the catalog's format string: entries that share one are one template.
-            rows[half].append((fill(message, rng), message, i, clear))
+            rows[half].append((corpus_split.fill(message, PLACEHOLDER, value, rng), message, i, clear))
     corpus_split.write(rows, args.out, "Catalog", [("all", lambda r: True), ("learn", lambda r: r[2] % 2 == 1), ("test", lambda r: r[2] % 2 == 0), ("clear", lambda r: r[3])])
     for half, lines in rows.items():
         print(f"{half}: {len(lines)} messages, {len({r[1] for r in lines})} entries, {len({r[1] for r in lines if r[3]})} clear")

@@ -73,10 +73,6 @@ def value(name, quoted, rng):
     return rng.choice(PHRASES)
 
 
-def fill(message, rng):
-    return corpus_split.fill(message, PLACEHOLDER, value, rng)
-
-
 def entries(path):
     """(name, message) of each resource whose message has a placeholder."""
     text = open(path, encoding="utf-8-sig", errors="replace").read()
@@ -108,7 +104,7 @@ def main():
             seen.add(message)
             half = corpus_split.half(name)
             for i in range(occurrences(rng)):
-                rows[half].append((fill(message, rng), message, i))
+                rows[half].append((corpus_split.fill(message, PLACEHOLDER, value, rng), message, i))
     corpus_split.write(rows, out, "Resx", [("all", lambda r: True), ("learn", lambda r: r[2] % 2 == 1), ("test", lambda r: r[2] % 2 == 0)])
     for half, lines in rows.items():
         print(f"{half}: {len(lines)} messages, {len({r[1] for r in lines})} templates")
