@@ -65,6 +65,7 @@ pub fn vision() -> Profile {
         origin: Origin::default(),
         category: CategorySource::Classify { type_field: None, message_field: "reject_reason".into() },
         classifier: Default::default(),
+        personal: Vec::new(),
     }
 }
 
@@ -105,6 +106,7 @@ pub fn envelope() -> Profile {
         },
         category: CategorySource::Field("error_category".into()),
         classifier: Default::default(),
+        personal: Vec::new(),
     }
 }
 

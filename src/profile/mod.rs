@@ -187,6 +187,8 @@ pub struct Profile {
     /// Where a bucket's error category comes from.
     pub category: CategorySource,
     pub classifier: Arc<classify::Classifier>,
+    /// Fields that hold personal values (`customer.name`): `redact` replaces them whole.
+    pub personal: Vec<FieldExpr>,
 }
 
 /// How a bucket's category follows from its (normalised) signature.
@@ -261,6 +263,9 @@ struct ProfileFile {
     classify: Option<ClassifyFile>,
     #[serde(default)]
     origin: crate::origin::Origin,
+    /// Fields `redact` always replaces, beside the values it detects.
+    #[serde(default)]
+    personal: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -440,6 +445,7 @@ fn from_toml_in(text: &str, origin: &str, base: &Path) -> Result<Profile> {
         revision_field: file.revision,
         reason_field: file.reason,
         origin: file.origin,
+        personal: file.personal.iter().map(|p| expr(p, origin)).collect::<Result<_>>()?,
     })
 }
 
