@@ -18,6 +18,7 @@ pub mod origin;
 pub mod path;
 pub mod plan;
 pub mod raw_json;
+pub mod redact;
 pub mod profile;
 pub mod report;
 pub mod returned;

@@ -25,6 +25,7 @@ mod profiles;
 mod query;
 mod rank;
 mod real_dumps;
+mod redact;
 mod replay;
 mod returned;
 mod s3;

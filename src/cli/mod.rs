@@ -11,6 +11,7 @@ mod man;
 mod plan;
 mod query;
 mod rank;
+mod redact;
 mod returned;
 mod show;
 mod template;
@@ -83,6 +84,7 @@ enum Command {
     Execute(execute::Args),
     Returned(returned::Args),
     Query(query::Args),
+    Redact(redact::Args),
     Template(template::Args),
     Templates(templates::Args),
     Gen(gen::Args),
@@ -115,6 +117,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Execute(args) => execute::run(args),
         Command::Returned(args) => returned::run(args),
         Command::Query(args) => query::run(args),
+        Command::Redact(args) => redact::run(args),
         Command::Template(args) => template::run(args),
         Command::Templates(args) => templates::run(args),
         Command::Gen(args) => gen::run(args),

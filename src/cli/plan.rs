@@ -103,6 +103,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         entries_sha256: String::new(),
         manifest_sha256: String::new(),
     };
+    for input in &prepared.inputs {
+        if let Some(key) = dlqf::redact::redacted_by(&prepared.storage, input)? {
+            anyhow::bail!("{}: written by `dlqf redact` (key {key}): its values are tokens, not the messages that failed, and cannot be replayed; plan from the original dump (no manifest written)", input.display);
+        }
+    }
     let mut writer = ManifestWriter::create(output, &args.output.to_string(), header)?;
     let mut review = ReviewCounts::default();
     // Line buffers written go back to be filled again: fresh memory costs page faults. A fresh

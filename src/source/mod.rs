@@ -17,7 +17,8 @@ mod scan;
 mod table;
 
 pub use input::{format_from_name, hive_folders, inputs, partition_outside, prune_partitions, Compression, Format, Input, Window, STATE_HEAD};
-pub use json::FieldPicker;
+pub use json::{is_document, FieldPicker, WRAPPERS};
+pub use parquet::check_whole as check_parquet;
 pub use row::layout;
 pub use row::{Accumulator, ColumnRecords, FirstTimes, FullRow, NumberedRows, ReasonKinds, Record, Reject, Tally, NAMED_REJECTS};
 pub use scan::Scan;

@@ -7,7 +7,7 @@
 use crate::raw_json;
 
 /// The members whose array holds the records of a wrapper object.
-const WRAPPERS: [&str; 7] = ["Messages", "receivedMessages", "Records", "records", "messages", "items", "Items"];
+pub const WRAPPERS: [&str; 7] = ["Messages", "receivedMessages", "Records", "records", "messages", "items", "Items"];
 
 /// Whether a text that starts with `head` may be a JSON document rather than JSON lines: its
 /// first line opens an object or array that the line does not close, or is whole and holds

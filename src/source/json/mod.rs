@@ -18,6 +18,7 @@ use memmap2::Mmap;
 
 use anyhow::{Context, Result};
 
+pub use document::{is_document, WRAPPERS};
 pub use picker::FieldPicker;
 use crate::source::input::{Compression, Input};
 use crate::source::row::layout::Cell;

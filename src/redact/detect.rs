@@ -1,0 +1,213 @@
+//! Personal and secret values found in free text (error messages, stack traces, any field
+//! outside the payload): the shapes Presidio's recognisers and gitleaks' rules look for, each
+//! confirmed by its checksum or validator where it has one, so ordinary numbers stay.
+
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use regex::bytes::Regex;
+
+/// A value found: where it lies in the text and what it is (the token's prefix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub start: usize,
+    pub end: usize,
+    pub kind: &'static str,
+}
+
+/// One detector: a pattern, the group holding the value (0: the whole match), and a check
+/// of the value (a checksum, a validator) that a match must pass.
+struct Detector {
+    kind: &'static str,
+    pattern: Regex,
+    group: usize,
+    /// A byte the text must hold for the pattern to be tried at all.
+    sign: Option<&'static [u8]>,
+    confirm: fn(&[u8]) -> Option<usize>,
+}
+
+fn whole(value: &[u8]) -> Option<usize> {
+    Some(value.len())
+}
+
+fn detector(kind: &'static str, pattern: &str, group: usize, sign: Option<&'static [u8]>, confirm: fn(&[u8]) -> Option<usize>) -> Detector {
+    Detector { kind, pattern: Regex::new(pattern).expect("detector patterns compile"), group, sign, confirm }
+}
+
+/// In the order they claim text: a secret's shape is more specific than the numbers in it.
+static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
+    vec![
+        detector("secret", r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|\z)", 0, Some(b"-----BEGIN"), whole),
+        detector("jwt", r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*", 0, Some(b"eyJ"), whole),
+        detector("bearer", r"(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]{8,}=*)", 1, None, credential),
+        detector(
+            "secret",
+            r#"(?i)\b(?:password|passwd|pwd|secret|client_secret|secret_key|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|private[_-]?key|aws_secret_access_key)\b["']?\s*[:=]\s*["']?([^\s"'&,;)}\]]{4,})"#,
+            1,
+            None,
+            whole,
+        ),
+        detector("awskey", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b", 0, None, whole),
+        detector(
+            "secret",
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36})",
+            0,
+            None,
+            whole,
+        ),
+        detector("email", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}", 0, Some(b"@"), whole),
+        detector("iban", r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b", 0, None, iban),
+        detector("card", r"\b[0-9](?:[ -]?[0-9]){12,18}\b", 0, None, card),
+        detector("phone", r"\+[0-9][0-9 ().-]{6,20}[0-9]|\(?\b[0-9]{3}\)?[ .-][0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{1,4}[ -][0-9]{3,4}[ -]?[0-9]{3,4}\b", 0, None, phone),
+        detector("ip", r"(?i)(?:\b|::)(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}\b(?:%[0-9a-z]+)?", 0, Some(b":"), ipv6),
+        detector("ip", r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b", 0, Some(b"."), ipv4),
+    ]
+});
+
+/// Every value found in `text`, in order, none overlapping another (an earlier detector wins).
+pub fn find(text: &[u8]) -> Vec<Found> {
+    let mut found: Vec<Found> = Vec::new();
+    let digits = text.iter().filter(|b| b.is_ascii_digit()).count();
+    for d in DETECTORS.iter() {
+        if d.sign.is_some_and(|sign| memchr::memmem::find(text, sign).is_none()) {
+            continue;
+        }
+        // Cards, IBANs and phones hold seven digits at least.
+        if matches!(d.kind, "card" | "iban" | "phone") && digits < 7 {
+            continue;
+        }
+        for caps in d.pattern.captures_iter(text) {
+            let Some(m) = caps.get(d.group) else { continue };
+            let Some(len) = (d.confirm)(m.as_bytes()) else { continue };
+            let (start, end) = (m.start(), m.start() + len);
+            if found.iter().any(|f| f.start < end && start < f.end) {
+                continue;
+            }
+            found.push(Found { start, end, kind: d.kind });
+        }
+    }
+    found.sort_by_key(|f| f.start);
+    found
+}
+
+/// A credential after `Bearer` or `Basic`: a digit or `=` in it, or 20 characters at least
+/// (`basic validation` is wording).
+fn credential(value: &[u8]) -> Option<usize> {
+    (value.len() >= 20 || value.iter().any(|b| b.is_ascii_digit() || *b == b'=')).then_some(value.len())
+}
+
+/// A payment card number: 13 to 19 digits (spaces or dashes between) passing Luhn's check.
+fn card(value: &[u8]) -> Option<usize> {
+    let digits: Vec<u8> = value.iter().filter(|b| b.is_ascii_digit()).map(|b| b - b'0').collect();
+    (13..=19).contains(&digits.len()).then_some(())?;
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            let d = d as u32;
+            if i % 2 == 1 {
+                if d * 2 > 9 { d * 2 - 9 } else { d * 2 }
+            } else {
+                d
+            }
+        })
+        .sum();
+    (sum % 10 == 0).then_some(value.len())
+}
+
+/// An IBAN whose check digits hold, printed with or without spaces; the longest prefix of
+/// the match that is one (a word in capitals may follow it).
+fn iban(value: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(value).ok()?;
+    let mut end = text.len();
+    loop {
+        let candidate: String = text[..end].chars().filter(|c| *c != ' ').collect();
+        if iban::Iban::from_str(&candidate).is_ok() {
+            return Some(end);
+        }
+        end = text[..end].trim_end().rfind(' ')?;
+    }
+}
+
+/// A phone number libphonenumber holds valid (international, or national in the US, the UK,
+/// Germany or France), or written as one unmistakably: `+` and 8 to 15 digits, `(415) 555-0100`.
+fn phone(value: &[u8]) -> Option<usize> {
+    use phonenumber::country::Id;
+    let text = std::str::from_utf8(value).ok()?;
+    let digits = text.bytes().filter(u8::is_ascii_digit).count();
+    if !(7..=15).contains(&digits) {
+        return None;
+    }
+    let valid = if text.starts_with('+') {
+        phonenumber::parse(None, text).is_ok_and(|n| n.is_valid()) || digits >= 8
+    } else {
+        let nanp = text.len() >= 12 && !text.starts_with('0');
+        nanp || [Id::US, Id::GB, Id::DE, Id::FR].into_iter().any(|c| phonenumber::parse(Some(c), text).is_ok_and(|n| n.is_valid()))
+    };
+    valid.then_some(value.len())
+}
+
+fn ipv4(value: &[u8]) -> Option<usize> {
+    std::str::from_utf8(value).ok()?.parse::<std::net::Ipv4Addr>().ok().map(|_| value.len())
+}
+
+/// An IPv6 address (a zone `%eth0` kept with it) holding a digit; not `::` alone, a time
+/// `10:30:00` nor a path of code `a::b`.
+fn ipv6(value: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(value).ok()?;
+    let address = text.split('%').next()?;
+    let groups = address.split(':').filter(|g| !g.is_empty()).count();
+    let plausible = (address.contains("::") || groups == 8) && address.bytes().any(|b| b.is_ascii_digit());
+    (plausible && groups >= 2 && address.parse::<std::net::Ipv6Addr>().is_ok()).then_some(value.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<(&'static str, String)> {
+        find(text.as_bytes()).into_iter().map(|f| (f.kind, text[f.start..f.end].to_string())).collect()
+    }
+
+    #[test]
+    fn finds_each_kind_and_confirms_it() {
+        let text = "card 4111 1111 1111 1111 declined for jane.doe@example.com from 203.0.113.7 and fe80::1ff:fe23:4567:890a, \
+                    IBAN DE89 3704 0044 0532 0130 00, call +44 20 7946 0958 or (415) 555-0100, key AKIAIOSFODNN7EXAMPLE, \
+                    Authorization: Bearer abcDEF123456ghiJKL, password=hunter22";
+        let got = kinds(text);
+        let want = [
+            ("card", "4111 1111 1111 1111"),
+            ("email", "jane.doe@example.com"),
+            ("ip", "203.0.113.7"),
+            ("ip", "fe80::1ff:fe23:4567:890a"),
+            ("iban", "DE89 3704 0044 0532 0130 00"),
+            ("phone", "+44 20 7946 0958"),
+            ("phone", "(415) 555-0100"),
+            ("awskey", "AKIAIOSFODNN7EXAMPLE"),
+            ("bearer", "abcDEF123456ghiJKL"),
+            ("secret", "hunter22"),
+        ];
+        assert_eq!(got, want.map(|(k, v)| (k, v.to_string())));
+    }
+
+    #[test]
+    fn ordinary_numbers_times_and_words_stay() {
+        for text in [
+            "Invalid item quantity 11 for order ord_77504 at offset 1239344",
+            "Expecting value: line 1 column 282 (char 185)",
+            "timeout after 30000 ms at 2026-11-08T16:55:29Z in 10:30:00",
+            "card 4111 1111 1111 1112 fails Luhn",
+            "std::vector<int> and a::b",
+            "IBAN DE00 3704 0044 0532 0130 00 has a bad checksum",
+        ] {
+            assert_eq!(kinds(text), vec![], "{text}");
+        }
+    }
+
+    #[test]
+    fn a_jwt_is_one_value() {
+        let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+        assert_eq!(kinds(&format!("token {jwt} expired")), vec![("jwt", jwt.to_string())]);
+    }
+}
