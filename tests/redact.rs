@@ -279,3 +279,26 @@ fn parquet_in_parquet_out_read_back_by_pyarrow() {
     let run = dir.command().args(["plan", "out", "--profile", "payments.toml", "-o", "m.jsonl"]).expect_code(1);
     assert!(run.stderr.contains("written by `dlqf redact`"), "{}", run.stderr);
 }
+
+#[test]
+fn coarsened_times_are_whole_periods_and_the_counts_stay() {
+    let dir = Dir::new();
+    dir.create("payments.toml", PROFILE);
+    dir.create("key", "a key of more than sixteen bytes");
+    let (lines, _) = planted(300);
+    dir.create("in/p.jsonl", &lines);
+    dir.command().args(["redact", "in", "--profile", "payments.toml", "--key-file", "key", "--coarsen-times", "24", "-o", "out"]).ok();
+    let out = dir.read("out/p.jsonl");
+    for (before, after) in lines.lines().zip(out.lines()) {
+        let (before, after): (Value, Value) = (serde_json::from_str(before).unwrap(), serde_json::from_str(after).unwrap());
+        let day = &before["last_failed_at"].as_str().unwrap()[..10];
+        assert_eq!(after["last_failed_at"], format!("{day}T00:00:00Z"));
+    }
+    let counts = |input: &str| {
+        let report = dir.command().args(["rank", input, "--profile", "payments.toml", "--format", "json", "--top", "100000"]).json();
+        let mut counts: Vec<u64> = report["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).collect();
+        counts.sort();
+        counts
+    };
+    assert_eq!(counts("in"), counts("out"));
+}

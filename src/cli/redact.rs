@@ -22,7 +22,8 @@ use super::UsageError;
 /// IPv4/IPv6 addresses, JWTs and bearer tokens, AWS access keys and other well-known secret
 /// shapes, a payload's or personal field's value repeated there, and every field the
 /// profile lists as `personal`. The time and what the signature and id read keep their
-/// values otherwise, so `rank` of the output gives the same buckets, counts and shares.
+/// values otherwise, so `rank` of the output gives the same buckets, counts and shares
+/// (times are kept unless --coarsen-times rounds them down).
 ///
 /// A token is `kind_` and 16 characters of HMAC-SHA-256 under the key: equal values give
 /// equal tokens across files and runs with one key, another key gives other tokens, and the
@@ -53,6 +54,12 @@ pub struct Args {
     /// ignored). Keep it to redact later dumps alike; never share it.
     #[arg(long, value_name = "KEY")]
     key_file: PathBuf,
+
+    /// Round every failure time down to a period of this many hours (24: the day), in the
+    /// format it was written in, so the dump does not tell when to the second anyone acted.
+    /// The ranking's counts and shares stay; its first and last times and trends coarsen.
+    #[arg(long, value_name = "HOURS", value_parser = clap::value_parser!(u32).range(1..=8784))]
+    coarsen_times: Option<u32>,
 
     /// The folder (or s3:// prefix) the redacted dumps are written to.
     #[arg(short = 'o', long = "output", value_name = "OUTDIR")]
@@ -92,7 +99,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     let (mut records, mut malformed) = (0u64, Vec::new());
     for input in &inputs {
-        let report = redact::redact_input(&storage, input, &destination_of, &profile, &keyed)?;
+        let report = redact::redact_input(&storage, input, &destination_of, &profile, &keyed, args.coarsen_times)?;
         records += report.records;
         malformed.extend(report.malformed);
     }

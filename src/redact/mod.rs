@@ -2,6 +2,7 @@
 //! token, the layout and the signatures stay, and the output says it is redacted so no replay
 //! is planned from it.
 
+pub mod coarsen;
 pub mod detect;
 mod parquet;
 pub mod record;
@@ -42,9 +43,10 @@ pub struct FileReport {
 
 /// Redacts one input (with its `.keys` and `.headers` files, for an S3-sink chunk) into the
 /// files `destination_of` names, each in its format and compression.
-pub fn redact_input(storage: &Storage, input: &Input, destination_of: &dyn Fn(&Location) -> Location, profile: &Profile, keyed: &Keyed) -> Result<FileReport> {
+pub fn redact_input(storage: &Storage, input: &Input, destination_of: &dyn Fn(&Location) -> Location, profile: &Profile, keyed: &Keyed, coarsen_hours: Option<u32>) -> Result<FileReport> {
     let rules = rules::from_profile(profile);
-    let redactor = Redactor::new(&rules, keyed.clone());
+    let coarsen = coarsen_hours.map(|hours| coarsen::Coarsen::new(hours, profile.time_format));
+    let redactor = Redactor::new(&rules, keyed.clone()).with_coarsen(coarsen);
     let marker = key_id(keyed);
     let Some(siblings) = &input.aligned else {
         return redact_file(storage, &input.display, &input.location, input.format, &destination_of(&input.location), &redactor, &marker);

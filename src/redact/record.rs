@@ -32,6 +32,8 @@ pub struct Redactor<'r> {
     /// Where a record written as a bare list starts instead (a `.headers` line without its
     /// `{"headers": …}` envelope).
     list_root: Option<(Option<&'r Node>, Mode)>,
+    /// `--coarsen-times`: how the time is rounded down, if it is.
+    coarsen: Option<super::coarsen::Coarsen>,
     keyed: Keyed,
     /// Replacements made so far, by the value's digest and kind.
     made: HashMap<(u128, &'static str), String>,
@@ -39,7 +41,13 @@ pub struct Redactor<'r> {
 
 impl<'r> Redactor<'r> {
     pub fn new(rules: &'r Node, keyed: Keyed) -> Redactor<'r> {
-        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, keyed, made: HashMap::new() }
+        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, coarsen: None, keyed, made: HashMap::new() }
+    }
+
+    /// Times rounded down as `coarsen` says.
+    pub fn with_coarsen(mut self, coarsen: Option<super::coarsen::Coarsen>) -> Redactor<'r> {
+        self.coarsen = coarsen;
+        self
     }
 
     /// A redactor of the values a record holds under `member` (an S3-sink chunk's `.keys`
@@ -233,7 +241,14 @@ impl<'r> Redactor<'r> {
     }
 
     fn write(&mut self, raw: &[u8], node: Option<&Node>, mode: Mode, needles: &[Needle], out: &mut Vec<u8>) {
-        if mode == Mode::Keep && node.is_none_or(|n| n.children.is_empty()) {
+        if mode == Mode::Time && !matches!(raw.first(), Some(b'{' | b'[')) {
+            match self.coarsen.and_then(|c| c.value(raw)) {
+                Some(rounded) => out.extend_from_slice(&rounded),
+                None => out.extend_from_slice(raw),
+            }
+            return;
+        }
+        if mode == Mode::Time && node.is_none_or(|n| n.children.is_empty()) {
             out.extend_from_slice(raw);
             return;
         }
@@ -269,7 +284,7 @@ impl<'r> Redactor<'r> {
                 out.push(b']');
             }
             Some(b'"') => match mode {
-                Mode::Keep => out.extend_from_slice(raw),
+                Mode::Time => out.extend_from_slice(raw),
                 Mode::Scrub | Mode::Text => match string_bytes(raw).and_then(|text| self.scrub(&text, if mode == Mode::Text { needles } else { &[] })) {
                     Some(text) => push_string(out, &text),
                     None => out.extend_from_slice(raw),

@@ -8,8 +8,8 @@ use crate::profile::{Normalizer, Profile};
 /// What is done to a value and everything inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// Left as written (the time a rank reads).
-    Keep,
+    /// The time a rank reads: left as written, or rounded down with `--coarsen-times`.
+    Time,
     /// Strings keep their text, with personal and secret values found in it replaced.
     Scrub,
     /// Free text (a message, a trace, a field nothing reads): as `Scrub`, and the record's
@@ -95,8 +95,9 @@ pub fn from_profile(profile: &Profile) -> Node {
             root.set(path, Mode::Token(kind), PAYLOAD);
         }
     }
-    if origin.value.is_none() && !origin.record_exclude.is_empty() {
-        // The record itself is the message, but for what dead-lettering added to it.
+    if origin.value.is_none() && origin.is_set() {
+        // The record itself is the message (a Sidekiq job, an Event Grid event), but for what
+        // dead-lettering added to it.
         root.mode = Some((Mode::Token("value"), PAYLOAD));
         for member in &origin.record_exclude {
             root.set(&[Step::Key(member.clone())], Mode::Text, READ);
@@ -150,7 +151,7 @@ pub fn from_profile(profile: &Profile) -> Node {
         }
     }
     for path in record_paths(&profile.time) {
-        root.set(path, Mode::Keep, TIME);
+        root.set(path, Mode::Time, TIME);
     }
     root
 }
