@@ -642,6 +642,30 @@ def bench_learned(args, base, envelope):
         return rows
 
 
+def bench_redact(args, base, envelope):
+    """redact of the 2M-row envelope dump against rank of it, alternating runs: the goal is
+    at least half of rank's throughput. The redacted dump must rank to the same counts."""
+    with tempfile.TemporaryDirectory(dir=args.data) as work:
+        key = os.path.join(work, "key")
+        with open(key, "w") as f:
+            f.write("a bench key of more than sixteen bytes\n")
+        rank = base + ["rank", "--profile", "envelope", envelope, "--format", "json", "--no-progress"]
+        runs = {"rank": [], "redact": []}
+        for i in range(args.runs):
+            out = os.path.join(work, f"out-{i}")
+            runs["rank"].append(measure(rank))
+            runs["redact"].append(measure(base + ["redact", envelope, "--profile", "envelope", "--key-file", key, "-o", out]))
+            if i > 0:
+                shutil.rmtree(out)
+        redacted = json.loads(measure(base + ["rank", "--profile", "envelope", os.path.join(work, "out-0"), "--format", "json", "--no-progress"])[2])
+        original = json.loads(runs["rank"][0][2])
+        counts = [sorted(b["count"] for b in r["buckets"]) for r in (original, redacted)]
+        same = "same bucket counts" if counts[0] == counts[1] and original["total"] == redacted["total"] else "DIFFERENT bucket counts"
+        med = {n: statistics.median(w for w, _, _ in r) for n, r in runs.items()}
+        rss = max(m for _, m, _ in runs["redact"])
+        return [f"| redact --profile envelope, 2M JSON-lines rows | {med['redact']:.2f} s ({med['rank'] / med['redact']:.2f} of rank's throughput, goal 0.5; {same}) | {rss:.0f} MiB |"]
+
+
 def bench_spring(args):
     """rank over Spring DLT kcat rows (binary big-endian headers decoded per row, the cause in
     a wrapper's stack trace) against the Kafka Connect kcat rows of the same failures: the goal
@@ -748,6 +772,8 @@ def main():
             runs = [measure(base + cmd) for _ in range(args.runs)]
             print(f"| {label} | {statistics.median(w for w, _, _ in runs):.2f} s | {max(m for _, m, _ in runs):.0f} MiB |")
         for row in bench_learned(args, base, envelope):
+            print(row)
+        for row in bench_redact(args, base, envelope):
             print(row)
         # SQL over the raw records: a one-column group-by, beside DuckDB running the same SQL
         # over the same file (its own type detection, as a user would), alternating runs.

@@ -326,7 +326,8 @@ def commands(kind, path, work):
         listed = [["rank", path, "--format", "json"] + profile,
                   ["trend", path, "--format", "json"] + profile,
                   ["health", path, "--format", "json"] + profile,
-                  ["plan", path, "-o", out + ".manifest"] + profile]
+                  ["plan", path, "-o", out + ".manifest"] + profile,
+                  ["redact", path, "--key-file", os.path.join(work, "redact.key"), "-o", out + ".redacted"] + profile]
         if kind == "parquet":
             # polars' own reader (query), a state, and a later dump read against a manifest.
             listed += [["query", path, "--execute", "SELECT * FROM dlq"],
@@ -337,7 +338,8 @@ def commands(kind, path, work):
     if kind == "framework":
         # fw/PROFILE/...: a frameworks' or brokers' dump read with its built-in profile.
         profile = ["--profile", path.split(os.sep + "fw" + os.sep, 1)[1].split(os.sep)[0]]
-        return [["rank", path, "--format", "json"] + profile, ["plan", path, "-o", out + ".manifest"] + profile]
+        return [["rank", path, "--format", "json"] + profile, ["plan", path, "-o", out + ".manifest"] + profile,
+                ["redact", path, "--key-file", os.path.join(work, "redact.key"), "-o", out + ".redacted"] + profile]
     if kind == "manifest":
         return [["show", path],
                 ["execute", path, "--dry-run", "--target", "file:" + out, "--ledger", out + ".db", "--quarantine", "file:" + out + ".q"]]
@@ -394,6 +396,8 @@ FRAMEWORK_LAYOUTS = ["spring-kafka", "rabbitmq", "sidekiq", "eventbridge", "even
 def seeds(dlqf, work):
     def do(*args):
         subprocess.run([dlqf] + list(args), cwd=work, check=True, capture_output=True)
+    with open(os.path.join(work, "redact.key"), "w") as f:
+        f.write("a fuzzing key of more than sixteen bytes\n")
     do("gen", "--rows", "300", "--seed", "5", "-o", "vision.jsonl")
     do("gen", "--profile", "envelope", "--rows", "200", "--seed", "5", "-o", "envelope.jsonl")
     do("gen", "--rows", "2000", "--seed", "6", "-o", "vision.parquet")

@@ -309,3 +309,23 @@ fn a_parquet_object_is_read_by_ranges_for_the_columns_needed_not_downloaded() {
     let fetched = relay.passed();
     assert!(fetched * 4 < size, "{fetched} bytes fetched of a {size}-byte object: more than the needed columns");
 }
+
+#[test]
+#[ignore = "needs a loopback S3 server: make test runs it"]
+fn a_prefix_in_s3_is_redacted_into_another_as_on_disk() {
+    let dir = Dir::new();
+    let b = bucket("redact");
+    dir.create("key", "a key of more than sixteen bytes");
+    dir.gen("local/dt=2026-10-01/part-0.parquet", &["--rows", "800", "--seed", "41"]);
+    dir.gen("local/dt=2026-10-02/part-0.jsonl.gz", &["--profile", "envelope", "--rows", "700", "--seed", "42"]);
+    for key in ["dt=2026-10-01/part-0.parquet", "dt=2026-10-02/part-0.jsonl.gz"] {
+        s3(&["put", &b, &format!("dlq/{key}"), dir.join(&format!("local/{key}")).to_str().unwrap()]);
+    }
+    dir.command().args(["redact", "local", "--key-file", "key", "-o", "redacted"]).ok();
+    let (from, to) = (format!("s3://{b}/dlq/"), format!("s3://{b}/shared/"));
+    dir.command().args(["redact", &from, "--key-file", "key", "-o", &to]).ok();
+    for key in ["dt=2026-10-01/part-0.parquet", "dt=2026-10-02/part-0.jsonl.gz"] {
+        assert_eq!(s3(&["get", &b, &format!("shared/{key}")]), std::fs::read(dir.join(&format!("redacted/{key}"))).unwrap(), "{key}: the same bytes as on disk");
+    }
+    assert_eq!(rank(&dir, &[&to]), rank(&dir, &["redacted"]));
+}
