@@ -37,6 +37,7 @@ fn every_layout_redacted_ranks_as_it_did() {
     }
 }
 
+/// Every layout `real_dumps.py` writes, with the built-in profile that reads it.
 const LAYOUTS: [(&str, &str); 14] = [
     ("kcat", "kafka-connect"),
     ("s3-json", "kafka-connect"),
@@ -75,22 +76,7 @@ fn groups(labels: &HashMap<String, String>) -> BTreeSet<BTreeSet<String>> {
 fn every_layout_is_read_whole_and_grouped_by_its_true_causes() {
     let dir = Dir::new();
     dir.create("all.toml", CLEAR_ALL);
-    for (layout, profile) in [
-        ("kcat", "kafka-connect"),
-        ("s3-json", "kafka-connect"),
-        ("s3-parquet", "kafka-connect"),
-        ("lambda", "lambda"),
-        ("sqs", "sqs"),
-        ("pubsub", "pubsub"),
-        ("servicebus", "servicebus"),
-        ("spring-kafka", "spring-kafka"),
-        ("rabbitmq", "rabbitmq"),
-        ("sidekiq", "sidekiq"),
-        ("eventbridge", "eventbridge"),
-        ("eventgrid", "eventgrid"),
-        ("nservicebus", "nservicebus"),
-        ("masstransit", "masstransit"),
-    ] {
+    for (layout, profile) in LAYOUTS {
         let n = 1200;
         let truth = write(&dir, layout, layout, n, 17);
         let report = dir.command().args(["rank", layout, "--profile", profile, "--format", "json"]).json();

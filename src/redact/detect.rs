@@ -39,10 +39,10 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
     vec![
         detector("secret", r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|\z)", 0, Some(b"-----BEGIN"), whole),
         detector("jwt", r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*", 0, Some(b"eyJ"), whole),
-        detector("bearer", r"(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]{8,}=*)", 1, None, credential),
+        detector("bearer", r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/-]{8,}=*)", 1, None, credential),
         detector(
             "secret",
-            r#"(?i)\b(?:password|passwd|pwd|secret|client_secret|secret_key|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|auth[_-]?token|private[_-]?key|aws_secret_access_key)\b["']?\s*[:=]\s*["']?([^\s"'&,;)}\]]{4,})"#,
+            r#"(?i)\b(?:password|passwd|pwd|secret|client_secret|secret_key|api[_-]?key|apikey|x-api-key|token|access[_-]?token|refresh[_-]?token|auth[_-]?token|session[_-]?id|private[_-]?key|aws_secret_access_key)\b["']?\s*[:=]\s*["']?([^\s"'&,;)}\]]{4,})"#,
             1,
             None,
             whole,
@@ -58,7 +58,13 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         detector("email", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}", 0, Some(b"@"), whole),
         detector("iban", r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b", 0, None, iban),
         detector("card", r"\b[0-9](?:[ -]?[0-9]){12,18}\b", 0, None, card),
-        detector("phone", r"\+[0-9][0-9 ().-]{6,20}[0-9]|\(?\b[0-9]{3}\)?[ .-][0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{1,4}[ -][0-9]{3,4}[ -]?[0-9]{3,4}\b", 0, None, phone),
+        detector(
+            "phone",
+            r"\+[0-9][0-9 ().-]{6,20}[0-9]|\(?\b[0-9]{3}\)?[ .-][0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{1,4}[ -][0-9]{3,4}[ -]?[0-9]{3,4}\b|\b[2-9][0-9]{2}[2-9][0-9]{6}\b",
+            0,
+            None,
+            phone,
+        ),
         detector("ip", r"(?i)(?:\b|::)(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}\b(?:%[0-9a-z]+)?", 0, Some(b":"), ipv6),
         detector("ip", r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b", 0, Some(b"."), ipv4),
     ]
@@ -98,7 +104,7 @@ pub fn find(text: &[u8]) -> Vec<Found> {
     found
 }
 
-/// A credential after `Bearer` or `Basic`: a digit or `=` in it, or 20 characters at least
+/// A credential after `Bearer`, `Basic` or `Token`: a digit or `=` in it, or 20 characters at least
 /// (`basic validation` is wording).
 fn credential(value: &[u8]) -> Option<usize> {
     (value.len() >= 20 || value.iter().any(|b| b.is_ascii_digit() || *b == b'=')).then_some(value.len())
@@ -139,7 +145,8 @@ fn iban(value: &[u8]) -> Option<usize> {
 }
 
 /// A phone number libphonenumber holds valid (international, or national in the US, the UK,
-/// Germany or France), or written as one unmistakably: `+` and 8 to 15 digits, `(415) 555-0100`.
+/// Germany or France; ten bare digits in the US only), or written as one unmistakably: `+`
+/// and 8 to 15 digits, `(415) 555-0100`.
 fn phone(value: &[u8]) -> Option<usize> {
     use phonenumber::country::Id;
     let text = std::str::from_utf8(value).ok()?;
@@ -149,6 +156,9 @@ fn phone(value: &[u8]) -> Option<usize> {
     }
     let valid = if text.starts_with('+') {
         phonenumber::parse(None, text).is_ok_and(|n| n.is_valid()) || digits >= 8
+    } else if text.bytes().all(|b| b.is_ascii_digit()) {
+        // Ten bare digits: a US number only where libphonenumber holds it one.
+        phonenumber::parse(Some(Id::US), text).is_ok_and(|n| n.is_valid())
     } else {
         let nanp = text.len() >= 12 && !text.starts_with('0');
         nanp || [Id::US, Id::GB, Id::DE, Id::FR].into_iter().any(|c| phonenumber::parse(Some(c), text).is_ok_and(|n| n.is_valid()))
@@ -182,7 +192,7 @@ mod tests {
     fn finds_each_kind_and_confirms_it() {
         let text = "card 4111 1111 1111 1111 declined for jane.doe@example.com from 203.0.113.7 and fe80::1ff:fe23:4567:890a, \
                     IBAN DE89 3704 0044 0532 0130 00, call +44 20 7946 0958 or (415) 555-0100, key AKIAIOSFODNN7EXAMPLE, \
-                    Authorization: Bearer abcDEF123456ghiJKL, password=hunter22";
+                    Authorization: Bearer abcDEF123456ghiJKL, password=hunter22, or 6502530000";
         let got = kinds(text);
         let want = [
             ("card", "4111 1111 1111 1111"),
@@ -195,6 +205,7 @@ mod tests {
             ("awskey", "AKIAIOSFODNN7EXAMPLE"),
             ("bearer", "abcDEF123456ghiJKL"),
             ("secret", "hunter22"),
+            ("phone", "6502530000"),
         ];
         assert_eq!(got, want.map(|(k, v)| (k, v.to_string())));
     }
@@ -203,6 +214,7 @@ mod tests {
     fn ordinary_numbers_times_and_words_stay() {
         for text in [
             "Invalid item quantity 11 for order ord_77504 at offset 1239344",
+            "orders 1000000000 and 2000000000 at 1700000000",
             "Expecting value: line 1 column 282 (char 185)",
             "timeout after 30000 ms at 2026-11-08T16:55:29Z in 10:30:00",
             "card 4111 1111 1111 1112 fails Luhn",
