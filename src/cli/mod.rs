@@ -58,8 +58,9 @@ const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DLQF
 /// globs, s3:// prefixes, or - for stdin), groups failures by a normalised signature, ranks the
 /// causes and follows them over time (trend, diff, health), also from partial states
 /// (--format state) that merge exactly; plans a reviewed replay, executes exactly that plan
-/// (plan, show, execute, a canary first with --canary), and finds which replayed messages came
-/// back in later dumps (returned).
+/// (plan, show, execute, a canary first with --canary), finds which replayed messages came
+/// back in later dumps (returned), and writes dumps a postmortem can share, every personal or
+/// secret value a keyed token (redact).
 /// Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 an alert you asked to fail on (or failed
 /// replays), 4 execute left entries for a later run.
 #[derive(Parser)]

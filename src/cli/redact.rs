@@ -64,6 +64,10 @@ pub struct Args {
     /// The folder (or s3:// prefix) the redacted dumps are written to.
     #[arg(short = 'o', long = "output", value_name = "OUTDIR")]
     output: String,
+
+    /// No progress bar, even on a terminal.
+    #[arg(long)]
+    no_progress: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -98,11 +102,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 
     let (mut records, mut malformed) = (0u64, Vec::new());
+    // By dump: a dump is redacted whole before the next starts.
+    let progress = messages::Progress::for_bytes(inputs.iter().filter_map(|i| i.size).sum(), !args.no_progress);
     for input in &inputs {
         let report = redact::redact_input(&storage, input, &destination_of, &profile, &keyed, args.coarsen_times)?;
+        progress.advance(input.size.unwrap_or(0));
         records += report.records;
         malformed.extend(report.malformed);
     }
+    progress.finish();
     for line in malformed.iter().take(10) {
         messages::warning(line);
     }
