@@ -172,12 +172,13 @@ pub fn elements(array: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub fn value_end(s: &[u8], start: usize) -> Option<usize> {
     match s.get(start)? {
         b'"' => {
+            // To the next quote or backslash at a time: a string's text is most of a record.
             let mut i = start + 1;
             loop {
-                match s.get(i)? {
+                i += memchr::memchr2(b'"', b'\\', s.get(i..)?)?;
+                match s[i] {
                     b'"' => return Some(i + 1),
-                    b'\\' => i += 2,
-                    _ => i += 1,
+                    _ => i += 2,
                 }
             }
         }

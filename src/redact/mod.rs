@@ -28,7 +28,6 @@ pub const MARKER: &str = "dlqf_redacted";
 
 /// What a redacted dump says of itself: the key's id.
 pub fn key_id(keyed: &Keyed) -> String {
-    let mut keyed = keyed.clone();
     keyed.token("key", b"dlqf redact key id", token::Shape::Value)
 }
 
@@ -140,37 +139,57 @@ fn compressed<W: Write>(writer: W, compression: Compression) -> Result<Compresse
 }
 
 /// The lines of a JSON-lines stream redacted in blocks, each block's lines in parallel, in
-/// order. A JSON document (an array, a wrapper object, pretty-printed records) is read whole.
-fn redact_lines(reader: Box<dyn Read + Send>, out: &mut impl Write, redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
+/// order; a block is written on a thread of its own while the next is read and redacted. A
+/// JSON document (an array, a wrapper object, pretty-printed records) is read whole.
+fn redact_lines(reader: Box<dyn Read + Send>, out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
     let mut blocks = LineBlocks::new(reader, 8 << 20);
     let mut report = FileReport::default();
     let mut line_no = 0usize;
-    let mut first = true;
-    while let Some(block) = blocks.next_into(Vec::new()) {
-        let block = block.with_context(|| format!("{name}: read failed"))?;
-        if first {
-            first = false;
-            if is_document(&block) {
-                let mut whole = block;
-                while let Some(rest) = blocks.next_into(Vec::new()) {
-                    whole.extend_from_slice(&rest.with_context(|| format!("{name}: read failed"))?);
-                }
-                if let Some(written) = redact_document(&whole, redactor, marker) {
-                    out.write_all(&written.0)?;
-                    report.records = written.1;
-                    return Ok(report);
-                }
-                // Not a sequence of JSON values after all: read as lines, as rank does.
-                return redact_block(&whole, out, redactor, marker, name, &mut line_no, &mut report).map(|_| report);
-            }
+    let Some(first) = blocks.next_into(Vec::new()) else { return Ok(report) };
+    let first = first.with_context(|| format!("{name}: read failed"))?;
+    if is_document(&first) {
+        let mut whole = first;
+        while let Some(rest) = blocks.next_into(Vec::new()) {
+            whole.extend_from_slice(&rest.with_context(|| format!("{name}: read failed"))?);
         }
-        redact_block(&block, out, redactor, marker, name, &mut line_no, &mut report)?;
+        if let Some((written, records)) = redact_document(&whole, redactor, marker) {
+            out.write_all(&written)?;
+            report.records = records;
+            return Ok(report);
+        }
+        // Not a sequence of JSON values after all: read as lines, as rank does.
+        for chunk in redact_block(&whole, redactor, marker, name, &mut line_no, &mut report) {
+            out.write_all(&chunk)?;
+        }
+        return Ok(report);
     }
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Vec<u8>>>(2);
+        let writer = scope.spawn(move || -> std::io::Result<()> {
+            for chunks in rx {
+                for chunk in chunks {
+                    out.write_all(&chunk)?;
+                }
+            }
+            Ok(())
+        });
+        let mut block = Some(first);
+        while let Some(current) = block.take() {
+            let chunks = redact_block(&current, redactor, marker, name, &mut line_no, &mut report);
+            if tx.send(chunks).is_err() {
+                break; // the writer failed: its error is below
+            }
+            block = blocks.next_into(current).transpose().with_context(|| format!("{name}: read failed"))?;
+        }
+        drop(tx);
+        writer.join().expect("the writer does not panic")?;
+        Ok(())
+    })?;
     Ok(report)
 }
 
-/// One block of whole lines: each redacted on its own, written in order.
-fn redact_block(block: &[u8], out: &mut impl Write, redactor: &Redactor, marker: &str, name: &str, line_no: &mut usize, report: &mut FileReport) -> Result<()> {
+/// One block of whole lines, each redacted on its own: the redacted chunks, in order.
+fn redact_block(block: &[u8], redactor: &Redactor, marker: &str, name: &str, line_no: &mut usize, report: &mut FileReport) -> Vec<Vec<u8>> {
     let lines: Vec<&[u8]> = block.split_inclusive(|&b| b == b'\n').collect();
     let first_line = *line_no + 1;
     *line_no += lines.len();
@@ -195,12 +214,13 @@ fn redact_block(block: &[u8], out: &mut impl Write, redactor: &Redactor, marker:
             },
         )
         .collect();
+    let mut chunks = Vec::with_capacity(done.len());
     for (bytes, malformed, records) in done {
-        out.write_all(&bytes)?;
+        chunks.push(bytes);
         report.malformed.extend(malformed);
         report.records += records;
     }
-    Ok(())
+    chunks
 }
 
 /// One line (with its line end) redacted into `out`. Ok(true): a record; Ok(false): a blank

@@ -11,7 +11,7 @@ use super::rules::{Mode, Node};
 use super::token::{Keyed, Shape};
 use crate::path::{base64_decode, Step};
 use crate::profile::template;
-use crate::raw_json::{members_as_written, string_bytes};
+use crate::raw_json::{skip_ws, string_bytes, value_end};
 
 /// Values of a record's payload and personal fields this short or shorter are not looked
 /// for in its text: a quantity of 3 is not the 3 of a line number.
@@ -21,10 +21,53 @@ const MIN_NEEDLE: usize = 4;
 struct Needle {
     value: Vec<u8>,
     token: Vec<u8>,
+    /// Finds the value in a text (made once, used on each of the record's texts).
+    finder: memchr::memmem::Finder<'static>,
 }
 
-/// Rewrites records under one profile's rules and one key; one per thread.
-#[derive(Clone)]
+impl Needle {
+    fn new(value: Vec<u8>, token: Vec<u8>) -> Needle {
+        let finder = memchr::memmem::Finder::new(&value).into_owned();
+        Needle { value, token, finder }
+    }
+}
+
+/// Each member of an object's raw text: its name as written (quotes included), the text the
+/// name stands for (borrowed when it holds no escape), and the raw text of its value.
+fn members(object: &[u8]) -> impl Iterator<Item = (&[u8], std::borrow::Cow<'_, [u8]>, &[u8])> {
+    let mut pos = if object.first() == Some(&b'{') { 1 } else { object.len() };
+    std::iter::from_fn(move || {
+        pos = skip_ws(object, pos);
+        if object.get(pos)? == &b',' {
+            pos = skip_ws(object, pos + 1);
+        }
+        if object.get(pos)? != &b'"' {
+            return None;
+        }
+        let (key_start, key_end) = (pos, value_end(object, pos)?);
+        let key = text_of(&object[key_start..key_end])?;
+        pos = skip_ws(object, key_end);
+        if object.get(pos)? != &b':' {
+            return None;
+        }
+        let start = skip_ws(object, pos + 1);
+        let end = value_end(object, start)?;
+        pos = end;
+        Some((&object[key_start..key_end], key, &object[start..end]))
+    })
+}
+
+/// The bytes a JSON string (with its quotes) stands for, borrowed when it holds no escape.
+fn text_of(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    let body = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    match memchr::memchr(b'\\', body) {
+        None => Some(std::borrow::Cow::Borrowed(body)),
+        Some(_) => string_bytes(raw).map(std::borrow::Cow::Owned),
+    }
+}
+
+/// Rewrites records under one profile's rules and one key; one per thread (a clone starts
+/// with no replacements remembered).
 pub struct Redactor<'r> {
     /// Where a record starts in the rules, and its mode there.
     root: Option<&'r Node>,
@@ -36,12 +79,18 @@ pub struct Redactor<'r> {
     coarsen: Option<super::coarsen::Coarsen>,
     keyed: Keyed,
     /// Replacements made so far, by the value's digest and kind.
-    made: HashMap<(u128, &'static str), String>,
+    made: HashMap<(u128, &'static str), String, foldhash::fast::FixedState>,
+}
+
+impl Clone for Redactor<'_> {
+    fn clone(&self) -> Self {
+        Redactor { made: HashMap::default(), keyed: self.keyed.clone(), ..*self }
+    }
 }
 
 impl<'r> Redactor<'r> {
     pub fn new(rules: &'r Node, keyed: Keyed) -> Redactor<'r> {
-        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, coarsen: None, keyed, made: HashMap::new() }
+        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, coarsen: None, keyed, made: HashMap::default() }
     }
 
     /// Times rounded down as `coarsen` says.
@@ -91,9 +140,13 @@ impl<'r> Redactor<'r> {
     /// The payload's and personal fields' values (and those inside JSON or base64 JSON held
     /// in their strings), with their tokens.
     fn collect(&mut self, raw: &[u8], node: Option<&Node>, mode: Mode, needles: &mut Vec<Needle>) {
+        // Nothing below a place the rules leave alone can be a payload value.
+        if !matches!(mode, Mode::Token(_)) && node.is_none_or(|n| n.children.is_empty()) {
+            return;
+        }
         match raw.first() {
             Some(b'{') => {
-                for (_, name, value) in members_as_written(raw) {
+                for (_, name, value) in members(raw) {
                     let child = node.and_then(|n| n.member(&name));
                     let mode = member_mode(node, child, &name, mode);
                     self.collect(value, child, mode, needles);
@@ -105,17 +158,17 @@ impl<'r> Redactor<'r> {
                 if matches!(kind, "key" | "header") {
                     return;
                 }
-                let Some(text) = string_bytes(raw) else { return };
+                let Some(text) = text_of(raw) else { return };
                 if is_needle(&text) {
                     let token = self.string_token(kind, &text);
                     self.inner_values(&text, needles);
-                    needles.push(Needle { value: text, token: token.into_bytes() });
+                    needles.push(Needle::new(text.into_owned(), token.into_bytes()));
                 }
             }
             Some(b'-' | b'0'..=b'9') if matches!(mode, Mode::Token(kind) if !matches!(kind, "key" | "header")) => {
                 if raw.iter().filter(|b| b.is_ascii_digit()).count() >= MIN_NEEDLE {
                     let text = std::str::from_utf8(raw).unwrap_or_default();
-                    needles.push(Needle { value: raw.to_vec(), token: self.keyed.number(text).into_bytes() });
+                    needles.push(Needle::new(raw.to_vec(), self.keyed.number(text).into_bytes()));
                 }
             }
             _ => {}
@@ -142,7 +195,7 @@ impl<'r> Redactor<'r> {
         leaf_texts(&value, &mut leaves);
         for (leaf, is_number) in leaves {
             let token = if is_number { self.keyed.number(&leaf) } else { self.string_token("value", leaf.as_bytes()) };
-            needles.push(Needle { value: leaf.into_bytes(), token: token.into_bytes() });
+            needles.push(Needle::new(leaf.into_bytes(), token.into_bytes()));
         }
     }
 
@@ -255,7 +308,7 @@ impl<'r> Redactor<'r> {
         match raw.first() {
             Some(b'{') => {
                 out.push(b'{');
-                for (n, (written, name, value)) in members_as_written(raw).enumerate() {
+                for (n, (written, name, value)) in members(raw).enumerate() {
                     if n > 0 {
                         out.push(b',');
                     }
@@ -285,11 +338,11 @@ impl<'r> Redactor<'r> {
             }
             Some(b'"') => match mode {
                 Mode::Time => out.extend_from_slice(raw),
-                Mode::Scrub | Mode::Text => match string_bytes(raw).and_then(|text| self.scrub(&text, if mode == Mode::Text { needles } else { &[] })) {
+                Mode::Scrub | Mode::Text => match text_of(raw).and_then(|text| self.scrub(&text, if mode == Mode::Text { needles } else { &[] })) {
                     Some(text) => push_string(out, &text),
                     None => out.extend_from_slice(raw),
                 },
-                Mode::Token(kind) => match string_bytes(raw) {
+                Mode::Token(kind) => match text_of(raw) {
                     Some(text) if !text.is_empty() => {
                         let token = self.string_token(kind, &text);
                         push_string(out, token.as_bytes());
@@ -355,15 +408,15 @@ impl<'r> Redactor<'r> {
             return;
         }
         out.push(b'{');
-        for (n, (written, name, value)) in members_as_written(item).enumerate() {
+        for (n, (written, name, value)) in members(item).enumerate() {
             if n > 0 {
                 out.push(b',');
             }
             out.extend_from_slice(written);
             out.push(b':');
-            if name == b"value" {
+            if *name == *b"value" {
                 self.write(value, child, mode, needles, out);
-            } else if name == b"key" || name == b"name" {
+            } else if *name == *b"key" || *name == *b"name" {
                 out.extend_from_slice(value);
             } else {
                 self.write(value, None, mode, needles, out);
@@ -397,7 +450,7 @@ impl<'r> Redactor<'r> {
 /// The name of a header written as `{"key"|"name": name, "value": …}` or `[name, value]`.
 fn header_name(item: &[u8]) -> Option<Vec<u8>> {
     match item.first()? {
-        b'{' => members_as_written(item).find(|(_, k, _)| k == b"key" || k == b"name").and_then(|(_, _, v)| string_bytes(v)),
+        b'{' => members(item).find(|(_, k, _)| **k == *b"key" || **k == *b"name").and_then(|(_, _, v)| string_bytes(v)),
         b'[' => {
             let mut elements = crate::raw_json::elements(item);
             let name = elements.next().filter(|n| n.first() == Some(&b'"')).and_then(string_bytes)?;
@@ -410,7 +463,7 @@ fn header_name(item: &[u8]) -> Option<Vec<u8>> {
 /// The value of a header written as `{"key": name, "value": v}` or `[name, v]`.
 fn header_value(item: &[u8]) -> Option<&[u8]> {
     match item.first()? {
-        b'{' => members_as_written(item).find(|(_, k, _)| k == b"value").map(|(_, _, v)| v),
+        b'{' => members(item).find(|(_, k, _)| **k == *b"value").map(|(_, _, v)| v),
         b'[' => crate::raw_json::elements(item).nth(1),
         _ => None,
     }
@@ -456,7 +509,7 @@ fn replace_needles(text: &[u8], needles: &[Needle]) -> Option<Vec<u8>> {
     let closes = |b: u8| b.is_ascii_whitespace() || b"\"'`)]}>,;".contains(&b);
     let mut hits: Vec<(usize, usize, usize)> = Vec::new();
     for (i, needle) in needles.iter().enumerate() {
-        for start in memchr::memmem::find_iter(text, &needle.value) {
+        for start in needle.finder.find_iter(text) {
             let end = start + needle.value.len();
             let before = start.checked_sub(1).map(|p| text[p]);
             let after = text.get(end).copied();
@@ -552,7 +605,7 @@ mod tests {
 
     #[test]
     fn a_payload_value_is_replaced_in_prose_not_inside_a_name() {
-        let needles = [Needle { value: b"billing".to_vec(), token: b"T".to_vec() }, Needle { value: b"Jane Doe".to_vec(), token: b"N".to_vec() }];
+        let needles = [Needle::new(b"billing".to_vec(), b"T".to_vec()), Needle::new(b"Jane Doe".to_vec(), b"N".to_vec())];
         let replaced = |text: &str| replace_needles(text.as_bytes(), &needles).map(|b| String::from_utf8(b).unwrap());
         assert_eq!(replaced("card declined for Jane Doe."), Some("card declined for N.".into()));
         assert_eq!(replaced("'Jane Doe' failed"), Some("'N' failed".into()));
