@@ -302,3 +302,24 @@ fn coarsened_times_are_whole_periods_and_the_counts_stay() {
     };
     assert_eq!(counts("in"), counts("out"));
 }
+
+#[test]
+fn a_cards_last_four_are_kept_only_where_the_profile_says() {
+    let dir = Dir::new();
+    dir.create("payments.toml", PROFILE);
+    dir.create("last4.toml", PROFILE.replace("personal = [", "keep_card_last_four = true\npersonal = ["));
+    dir.create("key", "a key of more than sixteen bytes");
+    let (lines, _) = planted(20);
+    dir.create("in/p.jsonl", &lines);
+    redact(&dir, "in", "key", "plain", &[]);
+    dir.command().args(["redact", "in", "--profile", "last4.toml", "--key-file", "key", "-o", "last4"]).ok();
+    let (plain, last4) = (dir.read("plain/p.jsonl"), dir.read("last4/p.jsonl"));
+    let card = |text: &str| text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("card_") && *w != "card_number").map(str::to_string).collect::<Vec<_>>();
+    assert!(card(&plain).iter().all(|t| t.len() == "card_".len() + 16), "{:?}", card(&plain));
+    let kept = card(&last4);
+    assert!(!kept.is_empty() && kept.iter().all(|t| t.len() == "card_".len() + 16 + 5));
+    assert!(kept.iter().any(|t| t.ends_with("_1111")) && kept.iter().any(|t| t.ends_with("_0004")), "{kept:?}");
+    for full in CARDS {
+        assert!(!last4.contains(full) && !last4.contains(&full.replace([' ', '-'], "")));
+    }
+}

@@ -66,6 +66,7 @@ pub fn vision() -> Profile {
         category: CategorySource::Classify { type_field: None, message_field: "reject_reason".into() },
         classifier: Default::default(),
         personal: Vec::new(),
+        keep_card_last_four: false,
     }
 }
 
@@ -107,6 +108,7 @@ pub fn envelope() -> Profile {
         category: CategorySource::Field("error_category".into()),
         classifier: Default::default(),
         personal: Vec::new(),
+        keep_card_last_four: false,
     }
 }
 

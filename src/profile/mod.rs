@@ -189,6 +189,9 @@ pub struct Profile {
     pub classifier: Arc<classify::Classifier>,
     /// Fields that hold personal values (`customer.name`): `redact` replaces them whole.
     pub personal: Vec<FieldExpr>,
+    /// `redact` ends a card's token with the card's last four digits (`card_…_1111`), as a
+    /// receipt prints them, so a reader can match a failure to a customer's card.
+    pub keep_card_last_four: bool,
 }
 
 /// How a bucket's category follows from its (normalised) signature.
@@ -266,6 +269,8 @@ struct ProfileFile {
     /// Fields `redact` always replaces, beside the values it detects.
     #[serde(default)]
     personal: Vec<String>,
+    #[serde(default)]
+    keep_card_last_four: bool,
 }
 
 #[derive(Deserialize)]
@@ -446,6 +451,7 @@ fn from_toml_in(text: &str, origin: &str, base: &Path) -> Result<Profile> {
         reason_field: file.reason,
         origin: file.origin,
         personal: file.personal.iter().map(|p| expr(p, origin)).collect::<Result<_>>()?,
+        keep_card_last_four: file.keep_card_last_four,
     })
 }
 

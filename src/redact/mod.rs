@@ -45,7 +45,7 @@ pub struct FileReport {
 pub fn redact_input(storage: &Storage, input: &Input, destination_of: &dyn Fn(&Location) -> Location, profile: &Profile, keyed: &Keyed, coarsen_hours: Option<u32>) -> Result<FileReport> {
     let rules = rules::from_profile(profile);
     let coarsen = coarsen_hours.map(|hours| coarsen::Coarsen::new(hours, profile.time_format));
-    let redactor = Redactor::new(&rules, keyed.clone()).with_coarsen(coarsen);
+    let redactor = Redactor::new(&rules, keyed.clone()).with_coarsen(coarsen).with_card_last_four(profile.keep_card_last_four);
     let marker = key_id(keyed);
     let Some(siblings) = &input.aligned else {
         return redact_file(storage, &input.display, &input.location, input.format, &destination_of(&input.location), &redactor, &marker);

@@ -77,6 +77,8 @@ pub struct Redactor<'r> {
     list_root: Option<(Option<&'r Node>, Mode)>,
     /// `--coarsen-times`: how the time is rounded down, if it is.
     coarsen: Option<super::coarsen::Coarsen>,
+    /// The profile's `keep_card_last_four`.
+    card_last_four: bool,
     keyed: Keyed,
     /// Replacements made so far, by the value's digest and kind.
     made: HashMap<(u128, &'static str), String, foldhash::fast::FixedState>,
@@ -90,7 +92,13 @@ impl Clone for Redactor<'_> {
 
 impl<'r> Redactor<'r> {
     pub fn new(rules: &'r Node, keyed: Keyed) -> Redactor<'r> {
-        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, coarsen: None, keyed, made: HashMap::default() }
+        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, coarsen: None, card_last_four: false, keyed, made: HashMap::default() }
+    }
+
+    /// Card tokens that end with the card's last four digits.
+    pub fn with_card_last_four(mut self, keep: bool) -> Redactor<'r> {
+        self.card_last_four = keep;
+        self
     }
 
     /// Times rounded down as `coarsen` says.
@@ -214,6 +222,16 @@ impl<'r> Redactor<'r> {
     /// each part, its punctuation kept, so a bucket neither merges with another nor splits.
     /// (A word kept there is keyed by itself, a masked part by the value and its place.)
     fn replacement(&mut self, kind: &'static str, value: &[u8]) -> String {
+        let mut made = self.shaped_replacement(kind, value);
+        if kind == "card" && self.card_last_four {
+            let digits: Vec<u8> = value.iter().copied().filter(u8::is_ascii_digit).collect();
+            made.push('_');
+            made.push_str(std::str::from_utf8(&digits[digits.len().saturating_sub(4)..]).unwrap_or_default());
+        }
+        made
+    }
+
+    fn shaped_replacement(&mut self, kind: &'static str, value: &[u8]) -> String {
         let text = match std::str::from_utf8(value) {
             Ok(text) if !one_value(text) => text,
             _ => return self.keyed.token(kind, value, Shape::Value),
