@@ -65,7 +65,14 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             None,
             phone,
         ),
-        detector("ip", r"(?i)(?:\b|::)(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}\b(?:%[0-9a-z]+)?", 0, Some(b":"), ipv6),
+        // Eight groups, or fewer around a `::` (a time `10:30:00` is neither).
+        detector(
+            "ip",
+            r"(?i)(?:\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b|(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6})?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6}\b)?)(?:%[0-9a-z]+)?",
+            0,
+            Some(b":"),
+            ipv6,
+        ),
         detector("ip", r"\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b", 0, Some(b"."), ipv4),
     ]
 });
@@ -227,6 +234,14 @@ mod tests {
         ] {
             assert_eq!(kinds(text), vec![], "{text}");
         }
+    }
+
+    #[test]
+    fn ipv6_addresses_in_their_forms_and_not_times() {
+        for address in ["2001:db8::1", "1:2:3:4:5:6:7:8", "fe80::1%eth0", "2001:DB8:0:0:8:800:200C:417A"] {
+            assert_eq!(kinds(&format!("from {address} refused")), vec![("ip", address.to_string())], "{address}");
+        }
+        assert_eq!(kinds("at 10:30:00 and 16:55:29.123 on Net::ReadTimeout"), vec![]);
     }
 
     #[test]

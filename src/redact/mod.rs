@@ -237,12 +237,7 @@ fn redact_line(line: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec
         out.extend_from_slice(line);
         return Ok(false);
     }
-    let checked = match std::str::from_utf8(body) {
-        Ok(text) => serde_json::from_str::<serde::de::IgnoredAny>(text).map(drop),
-        // kcat writes binary values raw: checked as JSON with them read as replacement characters.
-        Err(_) => serde_json::from_str::<serde::de::IgnoredAny>(&String::from_utf8_lossy(body)).map(drop),
-    };
-    if let Err(e) = checked {
+    if let Err(e) = check_json(body) {
         // Its text may hold anything: a stub a reader rejects as well, the line's token in it.
         out.extend_from_slice(b"{\"");
         out.extend_from_slice(MARKER.as_bytes());
@@ -256,6 +251,20 @@ fn redact_line(line: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec
     record_with_marker(body, redactor, marker, out);
     out.extend_from_slice(end);
     Ok(true)
+}
+
+/// Whether a line is one JSON value, as the readers check it (the same scanner): bytes that
+/// are not UTF-8 may stand in strings (kcat writes binary values raw).
+fn check_json(line: &[u8]) -> Result<(), String> {
+    let mut p = crate::json_scan::Parser::over_bytes(line, crate::json_scan::Kernel::detected());
+    p.ws();
+    p.skip_value(0)?;
+    p.ws();
+    if p.at_end() {
+        Ok(())
+    } else {
+        Err(p.error("trailing characters"))
+    }
 }
 
 /// A record redacted, with the marker as its last member when it is an object.
@@ -281,7 +290,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
     while pos < text.len() {
         let end = raw_json::value_end(text, pos)?;
         let value = &text[pos..end];
-        serde_json::from_slice::<serde::de::IgnoredAny>(&String::from_utf8_lossy(value).into_owned().into_bytes()).ok()?;
+        check_json(value).ok()?;
         match value.first() {
             Some(b'[') => {
                 out.push(b'[');
