@@ -37,7 +37,7 @@ use super::UsageError;
 /// Examples:
 ///   head -c 32 /dev/urandom | base64 > postmortem.key
 ///   dlqf redact dumps/2026-12-03/ --profile kafka-connect --key-file postmortem.key -o shared/
-///   dlqf redact s3://dlq-archive/orders/ --profile envelope --key-file postmortem.key -o s3://shared/orders/
+///   dlqf redact s3://dlq/orders/ --profile envelope --key-file pm.key -o s3://shared/orders/
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {

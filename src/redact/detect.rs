@@ -60,7 +60,7 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         detector("card", r"\b[0-9](?:[ -]?[0-9]){12,18}\b", 0, None, card),
         detector(
             "phone",
-            r"\+[0-9][0-9 ().-]{6,20}[0-9]|\(?\b[0-9]{3}\)?[ .-][0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{1,4}[ -][0-9]{3,4}[ -]?[0-9]{3,4}\b|\b[2-9][0-9]{2}[2-9][0-9]{6}\b",
+            r"\+[0-9][0-9 ().-]{6,20}[0-9]|\(?\b[0-9]{3}\)?[ .-]?[0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{1,4}[ -][0-9]{3,4}[ -]?[0-9]{3,4}\b|\b[2-9][0-9]{2}[2-9][0-9]{6}\b",
             0,
             None,
             phone,
@@ -203,7 +203,7 @@ mod tests {
     fn finds_each_kind_and_confirms_it() {
         let text = "card 4111 1111 1111 1111 declined for jane.doe@example.com from 203.0.113.7 and fe80::1ff:fe23:4567:890a, \
                     IBAN DE89 3704 0044 0532 0130 00, call +44 20 7946 0958 or (415) 555-0100, key AKIAIOSFODNN7EXAMPLE, \
-                    Authorization: Bearer abcDEF123456ghiJKL, password=hunter22, or 6502530000";
+                    Authorization: Bearer abcDEF123456ghiJKL, password=hunter22, or 6502530000 or (650)253-0000";
         let got = kinds(text);
         let want = [
             ("card", "4111 1111 1111 1111"),
@@ -217,6 +217,7 @@ mod tests {
             ("bearer", "abcDEF123456ghiJKL"),
             ("secret", "hunter22"),
             ("phone", "6502530000"),
+            ("phone", "(650)253-0000"),
         ];
         assert_eq!(got, want.map(|(k, v)| (k, v.to_string())));
     }
