@@ -77,7 +77,7 @@ fn planted(n: usize) -> (String, Vec<String>) {
             "id": format!("id-{i:05}"), "original_topic": topic, "original_partition": i % 4, "original_offset": 1000 + i,
             "original_key": email,
             "original_value": {"customer": {"name": name, "email": email, "phone": phone}, "card": card.replace([' ', '-'], ""),
-                "card_number": card.replace([' ', '-'], "").parse::<u64>().unwrap(), "iban": iban, "amount": (i % 1000) as f64 / 4.0},
+                "card_number": card.replace([' ', '-'], "").parse::<u64>().unwrap(), "iban": iban, "amount": (i % 1000) as f64 / 4.0, "note": "leave at the door"},
             "original_headers": {"authorization": format!("Bearer {bearer}"), "x-client-ip": ip, "x-aws-key": aws},
             "customer_name": name, "client_ip": ip,
             "error_type": "ValueError", "error_message": message, "stack_trace": trace,
@@ -322,4 +322,24 @@ fn a_cards_last_four_are_kept_only_where_the_profile_says() {
     for full in CARDS {
         assert!(!last4.contains(full) && !last4.contains(&full.replace([' ', '-'], "")));
     }
+}
+
+#[test]
+fn one_email_is_one_token_in_the_payload_the_key_and_another_records_message() {
+    let dir = Dir::new();
+    dir.create("payments.toml", PROFILE);
+    dir.create("key", "a key of more than sixteen bytes");
+    let record = |id: &str, email: &str, message: &str| {
+        json!({"id": id, "original_topic": "t", "original_key": email, "original_value": {"email": email}, "error_type": "E",
+               "error_message": message, "last_failed_at": "2026-11-01T00:00:00Z"})
+        .to_string()
+    };
+    let lines = [record("a", "jane.doe@example.com", "no such user"), record("b", "x@example.org", "user jane.doe@example.com is locked")].join("\n");
+    dir.create("in/p.jsonl", lines + "\n");
+    redact(&dir, "in", "key", "out", &[]);
+    let out: Vec<Value> = dir.read("out/p.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let token = out[0]["original_value"]["email"].as_str().unwrap();
+    assert!(token.starts_with("email_"), "{token}");
+    assert_eq!(out[0]["original_key"], token);
+    assert_eq!(out[1]["error_message"], format!("user {token} is locked"));
 }

@@ -209,10 +209,19 @@ impl<'r> Redactor<'r> {
 
     /// A payload's (or personal field's) string: one token when it is a document or long
     /// (a JSON payload is not prose), else shaped as `replacement` shapes it.
+    /// A payload value that is wholly one detected value takes that value's kind (an email in
+    /// a payload is `email_…`, as the same email in a message is: one value, one token).
     fn string_token(&mut self, kind: &'static str, text: &[u8]) -> String {
         if text.len() > 200 || matches!(text.first(), Some(b'{' | b'[')) {
             return self.keyed.token(kind, text, Shape::Value);
         }
+        let kind = match kind {
+            "value" | "key" | "header" => match detect::find(text).as_slice() {
+                [whole] if whole.start == 0 && whole.end == text.len() => whole.kind,
+                _ => kind,
+            },
+            personal => personal,
+        };
         self.replacement(kind, text)
     }
 
