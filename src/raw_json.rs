@@ -2,6 +2,8 @@
 //! writes binary keys and payloads raw): what replay sends must be the bytes the producer sent.
 //! The text was checked as JSON when it was read; anything malformed here reads as absent.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::path::{Decoded, Step};
@@ -12,9 +14,9 @@ pub fn lookup<'a>(json: &'a [u8], path: &[Step]) -> Option<&'a [u8]> {
     let mut at = trim(json);
     for step in path {
         at = match (at.first()?, step) {
-            (b'{', Step::Key(name)) => members(at).filter(|(k, _)| k.as_slice() == name.as_bytes()).last()?.1,
+            (b'{', Step::Key(name)) => members(at).filter(|(k, _)| **k == *name.as_bytes()).last()?.1,
             (b'[', Step::Index(i)) => elements(at).nth(*i)?,
-            (b'[', Step::Key(name)) => headers(at).filter(|(k, _)| k.as_slice() == name.as_bytes()).last()?.1?,
+            (b'[', Step::Key(name)) => headers(at).filter(|(k, _)| *k == *name.as_bytes()).last()?.1?,
             _ => return None,
         };
     }
@@ -32,6 +34,15 @@ pub fn decoded(raw: &[u8]) -> Option<Decoded> {
             Ok(value) => Decoded::Json(value),
             Err(_) => Decoded::Bytes(minified(raw)),
         }),
+    }
+}
+
+/// The bytes a JSON string (with its quotes) stands for, borrowed when it holds no escape.
+pub fn string_text(raw: &[u8]) -> Option<Cow<'_, [u8]>> {
+    let body = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    match memchr::memchr(b'\\', body) {
+        None => Some(Cow::Borrowed(body)),
+        Some(_) => string_bytes(raw).map(Cow::Owned),
     }
 }
 
@@ -93,7 +104,7 @@ pub fn headers(array: &[u8]) -> impl Iterator<Item = (Vec<u8>, Option<&[u8]>)> {
             b'{' => {
                 let (mut name, mut value) = (None, None);
                 for (k, v) in members(item) {
-                    match k.as_slice() {
+                    match &*k {
                         b"key" | b"name" if v.first() == Some(&b'"') => name = string_bytes(v),
                         b"value" => value = Some(v),
                         _ => {}
@@ -121,13 +132,13 @@ pub fn headers(array: &[u8]) -> impl Iterator<Item = (Vec<u8>, Option<&[u8]>)> {
 }
 
 /// The members of an object's raw text: each name's bytes and its value's raw text.
-pub fn members(object: &[u8]) -> impl Iterator<Item = (Vec<u8>, &[u8])> {
+pub fn members(object: &[u8]) -> impl Iterator<Item = (Cow<'_, [u8]>, &[u8])> {
     members_as_written(object).map(|(_, name, value)| (name, value))
 }
 
 /// Each member of an object's raw text: its name as written (quotes included), the bytes the
-/// name stands for, and the raw text of its value.
-pub fn members_as_written(object: &[u8]) -> impl Iterator<Item = (&[u8], Vec<u8>, &[u8])> {
+/// name stands for (borrowed where it holds no escape), and the raw text of its value.
+pub fn members_as_written(object: &[u8]) -> impl Iterator<Item = (&[u8], Cow<'_, [u8]>, &[u8])> {
     let mut pos = if object.first() == Some(&b'{') { 1 } else { object.len() };
     std::iter::from_fn(move || {
         pos = skip_ws(object, pos);
@@ -138,7 +149,7 @@ pub fn members_as_written(object: &[u8]) -> impl Iterator<Item = (&[u8], Vec<u8>
             return None;
         }
         let (key_start, key_end) = (pos, value_end(object, pos)?);
-        let key = string_bytes(&object[key_start..key_end])?;
+        let key = string_text(&object[key_start..key_end])?;
         pos = skip_ws(object, key_end);
         if object.get(pos)? != &b':' {
             return None;

@@ -303,7 +303,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
                 }
                 out.push(b']');
             }
-            Some(b'{') if raw_json::members(value).any(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == k.as_slice()) && v.first() == Some(&b'[')) => {
+            Some(b'{') if raw_json::members(value).any(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == &*k) && v.first() == Some(&b'[')) => {
                 out.push(b'{');
                 for (i, (written, name, member)) in raw_json::members_as_written(value).enumerate() {
                     if i > 0 {
@@ -311,7 +311,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
                     }
                     out.extend_from_slice(written);
                     out.push(b':');
-                    if WRAPPERS.iter().any(|w| w.as_bytes() == name.as_slice()) && member.first() == Some(&b'[') {
+                    if WRAPPERS.iter().any(|w| w.as_bytes() == &*name) && member.first() == Some(&b'[') {
                         out.push(b'[');
                         for (j, record) in raw_json::elements(member).enumerate() {
                             if j > 0 {

@@ -11,7 +11,7 @@ use super::rules::{Mode, Node};
 use super::token::{Keyed, Shape};
 use crate::path::{base64_decode, Step};
 use crate::profile::template;
-use crate::raw_json::{skip_ws, string_bytes, value_end};
+use crate::raw_json::{members_as_written as members, string_bytes, string_text as text_of};
 
 /// Values of a record's payload and personal fields this short or shorter are not looked
 /// for in its text: a quantity of 3 is not the 3 of a line number.
@@ -32,39 +32,6 @@ impl Needle {
     }
 }
 
-/// Each member of an object's raw text: its name as written (quotes included), the text the
-/// name stands for (borrowed when it holds no escape), and the raw text of its value.
-fn members(object: &[u8]) -> impl Iterator<Item = (&[u8], std::borrow::Cow<'_, [u8]>, &[u8])> {
-    let mut pos = if object.first() == Some(&b'{') { 1 } else { object.len() };
-    std::iter::from_fn(move || {
-        pos = skip_ws(object, pos);
-        if object.get(pos)? == &b',' {
-            pos = skip_ws(object, pos + 1);
-        }
-        if object.get(pos)? != &b'"' {
-            return None;
-        }
-        let (key_start, key_end) = (pos, value_end(object, pos)?);
-        let key = text_of(&object[key_start..key_end])?;
-        pos = skip_ws(object, key_end);
-        if object.get(pos)? != &b':' {
-            return None;
-        }
-        let start = skip_ws(object, pos + 1);
-        let end = value_end(object, start)?;
-        pos = end;
-        Some((&object[key_start..key_end], key, &object[start..end]))
-    })
-}
-
-/// The bytes a JSON string (with its quotes) stands for, borrowed when it holds no escape.
-fn text_of(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
-    let body = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-    match memchr::memchr(b'\\', body) {
-        None => Some(std::borrow::Cow::Borrowed(body)),
-        Some(_) => string_bytes(raw).map(std::borrow::Cow::Owned),
-    }
-}
 
 /// Rewrites records under one profile's rules and one key; one per thread (a clone starts
 /// with no replacements remembered).

@@ -40,7 +40,7 @@ pub fn is_document(head: &[u8]) -> bool {
 fn holds_records(value: &[u8]) -> bool {
     match value.first() {
         Some(b'[') => raw_json::elements(value).next().is_some_and(|first| first.first() == Some(&b'{')),
-        Some(b'{') => raw_json::members(value).any(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == k.as_slice()) && v.first() == Some(&b'[')),
+        Some(b'{') => raw_json::members(value).any(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == &*k) && v.first() == Some(&b'[')),
         _ => false,
     }
 }
@@ -82,7 +82,7 @@ fn records(value: &[u8]) -> Option<Vec<&[u8]>> {
     Some(match value.first()? {
         b'[' => raw_json::elements(value).collect(),
         b'{' => {
-            let wrapped = raw_json::members(value).find(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == k.as_slice()) && v.first() == Some(&b'['));
+            let wrapped = raw_json::members(value).find(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == &**k) && v.first() == Some(&b'['));
             match wrapped {
                 Some((_, list)) => raw_json::elements(list).collect(),
                 None => vec![value],
