@@ -23,12 +23,15 @@ struct Needle {
     token: Vec<u8>,
     /// Finds the value in a text (made once, used on each of the record's texts).
     finder: memchr::memmem::Finder<'static>,
+    /// Where in the record's text the value stands, when it is a string of the payload: the
+    /// writer takes its token from here rather than make it again.
+    at: usize,
 }
 
 impl Needle {
     fn new(value: Vec<u8>, token: Vec<u8>) -> Needle {
         let finder = memchr::memmem::Finder::new(&value).into_owned();
-        Needle { value, token, finder }
+        Needle { value, token, finder, at: 0 }
     }
 }
 
@@ -137,7 +140,7 @@ impl<'r> Redactor<'r> {
                 if is_needle(&text) {
                     let token = self.string_token(kind, &text);
                     self.inner_values(&text, needles);
-                    needles.push(Needle::new(text.into_owned(), token.into_bytes()));
+                    needles.push(Needle { at: raw.as_ptr() as usize, ..Needle::new(text.into_owned(), token.into_bytes()) });
                 }
             }
             Some(b'-' | b'0'..=b'9') if matches!(mode, Mode::Token(kind) if !matches!(kind, "key" | "header")) => {
@@ -337,10 +340,13 @@ impl<'r> Redactor<'r> {
                     None => out.extend_from_slice(raw),
                 },
                 Mode::Token(kind) => match text_of(raw) {
-                    Some(text) if !text.is_empty() => {
-                        let token = self.string_token(kind, &text);
-                        push_string(out, token.as_bytes());
-                    }
+                    Some(text) if !text.is_empty() => match needles.iter().find(|n| n.at == raw.as_ptr() as usize) {
+                        Some(made) => push_string(out, &made.token),
+                        None => {
+                            let token = self.string_token(kind, &text);
+                            push_string(out, token.as_bytes());
+                        }
+                    },
                     _ => out.extend_from_slice(raw),
                 },
             },
