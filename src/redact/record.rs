@@ -35,7 +35,6 @@ impl Needle {
     }
 }
 
-
 /// Rewrites records under one profile's rules and one key; one per thread (a clone starts
 /// with no replacements remembered).
 pub struct Redactor<'r> {
@@ -259,34 +258,20 @@ impl<'r> Redactor<'r> {
     }
 
     /// Calls `each` for every value an array holds, with the node and mode it falls under: a
-    /// header collection's names are skipped and its values reached by their header's name.
+    /// header collection's names are skipped and its values (but nulls) reached by name.
     fn each_value(&mut self, raw: &[u8], node: Option<&Node>, mode: Mode, each: &mut dyn FnMut(&mut Self, &[u8], Option<&Node>, Mode)) {
-        let headers = node.is_some_and(|n| n.headers);
-        let items: Vec<&[u8]> = crate::raw_json::elements(raw).collect();
-        let mut i = 0;
-        while i < items.len() {
-            let item = items[i];
-            if headers {
-                let flat = if item.first() == Some(&b'"') { string_bytes(item) } else { None };
-                if let Some(name) = flat {
-                    // kcat's flat `name, value, …`: the value follows its name.
-                    if let Some(value) = items.get(i + 1) {
-                        let child = node.and_then(|n| n.member(&name));
-                        each(self, value, child, member_mode(node, child, &name, mode));
-                    }
-                    i += 2;
-                    continue;
-                }
-                if let Some((name, value)) = header_name(item).zip(header_value(item)) {
-                    let child = node.and_then(|n| n.member(&name));
+        if node.is_some_and(|n| n.headers) {
+            for (name, value) in crate::raw_json::headers(raw) {
+                let child = node.and_then(|n| n.member(&name));
+                if let Some(value) = value {
                     each(self, value, child, member_mode(node, child, &name, mode));
-                    i += 1;
-                    continue;
                 }
             }
+            return;
+        }
+        for (i, item) in crate::raw_json::elements(raw).enumerate() {
             let child = node.and_then(|n| n.child(&Step::Index(i)));
             each(self, item, child, mode_of(child, mode));
-            i += 1;
         }
     }
 
@@ -303,26 +288,16 @@ impl<'r> Redactor<'r> {
             return;
         }
         match raw.first() {
-            Some(b'{') => {
-                out.push(b'{');
-                for (n, (written, name, value)) in members(raw).enumerate() {
-                    if n > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(written);
-                    out.push(b':');
-                    let child = node.and_then(|n| n.member(&name));
-                    self.write(value, child, member_mode(node, child, &name, mode), needles, out);
-                }
-                out.push(b'}');
-            }
+            Some(b'{') => self.write_members(raw, out, |this, name, value, out| {
+                let child = node.and_then(|n| n.member(name));
+                this.write(value, child, member_mode(node, child, name, mode), needles, out);
+            }),
             Some(b'[') => {
                 out.push(b'[');
-                let mut first = true;
-                let headers = node.is_some_and(|n| n.headers);
-                if headers {
+                if node.is_some_and(|n| n.headers) {
                     self.write_headers(raw, node, mode, needles, out);
                 } else {
+                    let mut first = true;
                     self.each_value(raw, node, mode, &mut |this, value, child, mode| {
                         if !first {
                             out.push(b',');
@@ -407,20 +382,23 @@ impl<'r> Redactor<'r> {
             out.push(b']');
             return;
         }
+        self.write_members(item, out, |this, name, value, out| match name {
+            b"value" => this.write(value, child, mode, needles, out),
+            b"key" | b"name" => out.extend_from_slice(value),
+            _ => this.write(value, None, mode, needles, out),
+        });
+    }
+
+    /// An object written compact, each member's name as written and its value by `value`.
+    fn write_members(&mut self, raw: &[u8], out: &mut Vec<u8>, mut value: impl FnMut(&mut Self, &[u8], &[u8], &mut Vec<u8>)) {
         out.push(b'{');
-        for (n, (written, name, value)) in members(item).enumerate() {
+        for (n, (written, name, member)) in members(raw).enumerate() {
             if n > 0 {
                 out.push(b',');
             }
             out.extend_from_slice(written);
             out.push(b':');
-            if *name == *b"value" {
-                self.write(value, child, mode, needles, out);
-            } else if *name == *b"key" || *name == *b"name" {
-                out.extend_from_slice(value);
-            } else {
-                self.write(value, None, mode, needles, out);
-            }
+            value(self, &name, member, out);
         }
         out.push(b'}');
     }
@@ -460,15 +438,6 @@ fn header_name(item: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// The value of a header written as `{"key": name, "value": v}` or `[name, v]`.
-fn header_value(item: &[u8]) -> Option<&[u8]> {
-    match item.first()? {
-        b'{' => members(item).find(|(_, k, _)| **k == *b"value").map(|(_, _, v)| v),
-        b'[' => crate::raw_json::elements(item).nth(1),
-        _ => None,
-    }
-}
-
 fn mode_of(node: Option<&Node>, inherited: Mode) -> Mode {
     node.and_then(|n| n.mode).map_or(inherited, |(m, _)| m)
 }
@@ -491,9 +460,7 @@ fn member_mode(parent: Option<&Node>, child: Option<&Node>, name: &[u8], inherit
 /// digit and no delimiter (`ord_548305`, `SKU-9413`, `10.0.0.7`), not a device name (`eth0`).
 fn one_value(text: &str) -> bool {
     let b = text.as_bytes();
-    let letters = b.iter().take_while(|c| c.is_ascii_lowercase()).count();
-    let device = (2..=5).contains(&letters) && b.len() == letters + 1;
-    !device
+    !template::is_device_name(text)
         && b.iter().any(u8::is_ascii_digit)
         && !text.contains("...")
         && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'+' | b'/' | b'@' | b'#'))

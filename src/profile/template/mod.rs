@@ -15,7 +15,8 @@ use regex::Regex;
 use crate::profile::search;
 
 use context::mark_context;
-use parts::{is_device_name, part_rule};
+pub(crate) use parts::is_device_name;
+use parts::part_rule;
 
 const MAX_BYTES: usize = 3000;
 const MAX_TOKENS: usize = 100;

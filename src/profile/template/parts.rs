@@ -3,7 +3,7 @@
 
 /// A network interface or device name: a short lowercase word and a one-digit index (`eth0`,
 /// `en0`, `wl0`, `lo0`), part of the message's wording rather than a value.
-pub(super) fn is_device_name(part: &str) -> bool {
+pub(crate) fn is_device_name(part: &str) -> bool {
     let letters = part.bytes().take_while(u8::is_ascii_lowercase).count();
     (2..=5).contains(&letters) && part.len() == letters + 1 && part.as_bytes()[letters].is_ascii_digit()
 }
