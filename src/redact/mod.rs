@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use crate::lines::LineBlocks;
 use crate::profile::Profile;
 use crate::raw_json;
-use crate::source::{is_document, Compression, Format, Input, WRAPPERS};
+use crate::source::{decompressed, is_document, Compression, Format, Input, WRAPPERS};
 use crate::storage::{Location, Output, Storage};
 pub use record::Redactor;
 pub use token::Keyed;
@@ -67,7 +67,8 @@ fn redact_file(storage: &Storage, display: &str, location: &Location, format: Fo
     match format {
         Format::Parquet => parquet::redact(storage, display, location, destination, redactor, marker),
         Format::Jsonl(compression) => {
-            let reader = decompressed(storage.open(location)?, compression, display)?;
+            // Written compressed as it was read, whatever its name says.
+            let (reader, compression) = decompressed(storage.open(location)?, compression, display)?;
             let mut output = Output::create(storage, destination)?;
             let report = {
                 let writer = compressed(output.file(), compression)?;
@@ -83,15 +84,6 @@ fn redact_file(storage: &Storage, display: &str, location: &Location, format: Fo
         }
         Format::State => anyhow::bail!("{display}: a partial state holds counts, not records: nothing to redact"),
     }
-}
-
-/// A compressed stream's bytes.
-fn decompressed(reader: Box<dyn Read + Send>, compression: Compression, name: &str) -> Result<Box<dyn Read + Send>> {
-    Ok(match compression {
-        Compression::None => reader,
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(reader)),
-        Compression::Zstd => Box::new(zstd::Decoder::new(reader).with_context(|| format!("{name}: not zstd"))?),
-    })
 }
 
 /// A writer compressing as the input was (gzip and zstd at their default levels, which
@@ -292,17 +284,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
         let value = &text[pos..end];
         check_json(value).ok()?;
         match value.first() {
-            Some(b'[') => {
-                out.push(b'[');
-                for (i, record) in raw_json::elements(value).enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    record_with_marker(record, &mut redactor, marker, &mut out);
-                    records += 1;
-                }
-                out.push(b']');
-            }
+            Some(b'[') => records += records_array(value, &mut redactor, marker, &mut out),
             Some(b'{') if raw_json::members(value).any(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == &*k) && v.first() == Some(&b'[')) => {
                 out.push(b'{');
                 for (i, (written, name, member)) in raw_json::members_as_written(value).enumerate() {
@@ -312,15 +294,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
                     out.extend_from_slice(written);
                     out.push(b':');
                     if WRAPPERS.iter().any(|w| w.as_bytes() == &*name) && member.first() == Some(&b'[') {
-                        out.push(b'[');
-                        for (j, record) in raw_json::elements(member).enumerate() {
-                            if j > 0 {
-                                out.push(b',');
-                            }
-                            record_with_marker(record, &mut redactor, marker, &mut out);
-                            records += 1;
-                        }
-                        out.push(b']');
+                        records += records_array(member, &mut redactor, marker, &mut out);
                     } else {
                         let scrubbed = redactor.text(member);
                         out.extend_from_slice(&scrubbed);
@@ -339,6 +313,21 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
     Some((out, records))
 }
 
+/// An array of records redacted as an array; how many it held.
+fn records_array(array: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec<u8>) -> u64 {
+    out.push(b'[');
+    let mut records = 0;
+    for record in raw_json::elements(array) {
+        if records > 0 {
+            out.push(b',');
+        }
+        record_with_marker(record, redactor, marker, out);
+        records += 1;
+    }
+    out.push(b']');
+    records
+}
+
 /// The key id of a dump `redact` wrote, or None: a Parquet file's metadata, or the first
 /// record of JSON-lines (or of a JSON document) holding the marker.
 pub fn redacted_by(storage: &Storage, input: &Input) -> Result<Option<String>> {
@@ -351,17 +340,10 @@ pub fn redacted_by(storage: &Storage, input: &Input) -> Result<Option<String>> {
         }
     }
     match input.format {
-        Format::Parquet => {
-            let bytes = storage.read_all(&input.location)?;
-            let Ok(metadata) = crate::contain::contained(|| <polars::prelude::ParquetReader<_> as polars::prelude::SerReader<_>>::new(std::io::Cursor::new(&bytes)).get_metadata().map(|m| m.clone())) else {
-                return Ok(None);
-            };
-            let Ok(metadata) = metadata else { return Ok(None) };
-            Ok(metadata.key_value_metadata().iter().flatten().find(|kv| kv.key == MARKER).map(|kv| kv.value.clone().unwrap_or_default()))
-        }
+        Format::Parquet => Ok(crate::source::parquet_footer_value(storage, input, MARKER)),
         Format::Jsonl(compression) => {
             let mut head = Vec::new();
-            decompressed(storage.open(&input.location)?, compression, &input.display)?.take(1 << 20).read_to_end(&mut head).with_context(|| format!("{}: read failed", input.display))?;
+            decompressed(storage.open(&input.location)?, compression, &input.display)?.0.take(1 << 20).read_to_end(&mut head).with_context(|| format!("{}: read failed", input.display))?;
             let start = raw_json::skip_ws(&head, 0);
             let first = match head.get(start) {
                 Some(b'[') => raw_json::elements(&head[start..]).next(),

@@ -52,14 +52,7 @@ pub(super) fn chunks(opener: &Opener, input: &Input, compression: Compression) -
             }
         }
     }
-    let raw = opener.open(&input.location)?;
-    let mut peek = BufReader::with_capacity(1 << 20, raw);
-    let head = peek.fill_buf().with_context(|| format!("{}: cannot read", input.display))?;
-    let reader: Box<dyn Read + Send> = match sniffed(compression, head) {
-        Compression::None => Box::new(peek),
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(peek)),
-        Compression::Zstd => Box::new(zstd::Decoder::with_buffer(peek).with_context(|| format!("{}: not a zstd stream", input.display))?),
-    };
+    let (reader, _) = decompressed(opener.open(&input.location)?, compression, &input.display)?;
     let mut reader = BufReader::with_capacity(DOCUMENT_HEAD, reader);
     let head = reader.fill_buf().with_context(|| format!("{}: cannot read", input.display))?;
     if document::is_document(head) {
@@ -82,6 +75,20 @@ const DOCUMENT_HEAD: usize = 64 << 10;
 
 /// The compression a stream is in: as its name says, or when the name says nothing, as its
 /// first bytes say.
+/// A stream decompressed as its name says, or as its first bytes say when the name says
+/// nothing (stdin, a file named without its extension), and the compression it was in.
+pub fn decompressed(raw: Box<dyn Read + Send>, compression: Compression, display: &str) -> Result<(Box<dyn Read + Send>, Compression)> {
+    let mut peek = BufReader::with_capacity(1 << 20, raw);
+    let head = peek.fill_buf().with_context(|| format!("{display}: cannot read"))?;
+    let found = sniffed(compression, head);
+    let reader: Box<dyn Read + Send> = match found {
+        Compression::None => Box::new(peek),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(peek)),
+        Compression::Zstd => Box::new(zstd::Decoder::with_buffer(peek).with_context(|| format!("{display}: not a zstd stream"))?),
+    };
+    Ok((reader, found))
+}
+
 fn sniffed(given: Compression, head: &[u8]) -> Compression {
     match (given, head) {
         (Compression::None, [0x1f, 0x8b, ..]) => Compression::Gzip,

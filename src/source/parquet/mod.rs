@@ -290,6 +290,13 @@ pub(super) fn read_whole(bytes: bytes::Bytes, display: &str) -> Result<DataFrame
         .with_context(|| format!("{display}: not a readable Parquet file"))
 }
 
+/// A value of a Parquet file's footer key-value metadata, read from the footer alone (a ranged
+/// read in S3); None when the file has none of that key or cannot be read as Parquet.
+pub fn footer_value(storage: &Storage, input: &Input, key: &str) -> Option<String> {
+    let source = ParquetSource::open(storage, input).ok()?;
+    source.metadata.key_value_metadata().iter().flatten().find(|kv| kv.key == key).map(|kv| kv.value.clone().unwrap_or_default())
+}
+
 /// A whole Parquet file's footer and every page header checked (`check`), polars' footer
 /// parser contained: what any path does before it gives polars' own reader a whole file.
 pub fn check_whole(bytes: &[u8], display: &str) -> Result<()> {
