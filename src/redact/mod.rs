@@ -229,8 +229,10 @@ fn redact_line(line: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec
         out.extend_from_slice(line);
         return Ok(false);
     }
-    if let Err(e) = check_json(body) {
+    let start = out.len();
+    if let Err(e) = record_with_marker(body.trim_ascii(), redactor, marker, out) {
         // Its text may hold anything: a stub a reader rejects as well, the line's token in it.
+        out.truncate(start);
         out.extend_from_slice(b"{\"");
         out.extend_from_slice(MARKER.as_bytes());
         out.extend_from_slice(b"_line\":\"");
@@ -239,8 +241,6 @@ fn redact_line(line: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec
         out.extend_from_slice(end);
         return Err(format!("not JSON ({e}); written as a stub that is not JSON either"));
     }
-    let body = body.trim_ascii();
-    record_with_marker(body, redactor, marker, out);
     out.extend_from_slice(end);
     Ok(true)
 }
@@ -259,17 +259,23 @@ fn check_json(line: &[u8]) -> Result<(), String> {
     }
 }
 
-/// A record redacted, with the marker as its last member when it is an object.
-fn record_with_marker(body: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec<u8>) {
+/// A record redacted, with the marker as its last member when it is an object; Err: it is
+/// not one JSON value.
+fn record_with_marker(body: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec<u8>) -> Result<(), String> {
     let start = out.len();
-    redactor.record(body, out);
+    redactor.record(body, out)?;
     if out.get(start) == Some(&b'{') && out.last() == Some(&b'}') {
         out.pop();
         if out.len() > start + 1 {
             out.push(b',');
         }
-        out.extend_from_slice(format!("\"{MARKER}\":\"{marker}\"}}").as_bytes());
+        out.push(b'"');
+        out.extend_from_slice(MARKER.as_bytes());
+        out.extend_from_slice(b"\":\"");
+        out.extend_from_slice(marker.as_bytes());
+        out.extend_from_slice(b"\"}");
     }
+    Ok(())
 }
 
 /// A JSON document's records redacted, in its shape (an array stays an array, on one line;
@@ -284,7 +290,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
         let value = &text[pos..end];
         check_json(value).ok()?;
         match value.first() {
-            Some(b'[') => records += records_array(value, &mut redactor, marker, &mut out),
+            Some(b'[') => records += records_array(value, &mut redactor, marker, &mut out)?,
             Some(b'{') if raw_json::members(value).any(|(k, v)| WRAPPERS.iter().any(|w| w.as_bytes() == &*k) && v.first() == Some(&b'[')) => {
                 out.push(b'{');
                 for (i, (written, name, member)) in raw_json::members_as_written(value).enumerate() {
@@ -294,7 +300,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
                     out.extend_from_slice(written);
                     out.push(b':');
                     if WRAPPERS.iter().any(|w| w.as_bytes() == &*name) && member.first() == Some(&b'[') {
-                        records += records_array(member, &mut redactor, marker, &mut out);
+                        records += records_array(member, &mut redactor, marker, &mut out)?;
                     } else {
                         let scrubbed = redactor.text(member);
                         out.extend_from_slice(&scrubbed);
@@ -303,7 +309,7 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
                 out.push(b'}');
             }
             _ => {
-                record_with_marker(value, &mut redactor, marker, &mut out);
+                record_with_marker(value, &mut redactor, marker, &mut out).ok()?;
                 records += 1;
             }
         }
@@ -313,19 +319,19 @@ fn redact_document(text: &[u8], redactor: &Redactor, marker: &str) -> Option<(Ve
     Some((out, records))
 }
 
-/// An array of records redacted as an array; how many it held.
-fn records_array(array: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec<u8>) -> u64 {
+/// An array of records redacted as an array; how many it held (None: one is not JSON).
+fn records_array(array: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec<u8>) -> Option<u64> {
     out.push(b'[');
     let mut records = 0;
     for record in raw_json::elements(array) {
         if records > 0 {
             out.push(b',');
         }
-        record_with_marker(record, redactor, marker, out);
+        record_with_marker(record, redactor, marker, out).ok()?;
         records += 1;
     }
     out.push(b']');
-    records
+    Some(records)
 }
 
 /// The key id of a dump `redact` wrote, or None: a Parquet file's metadata, or the first

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::detect;
 use super::rules::{Mode, Node};
 use super::token::{Keyed, Shape};
+use crate::json_scan::{Kernel, Parser, MAX_NESTING};
 use crate::path::{base64_decode, Step};
 use crate::profile::template;
 use crate::raw_json::{members_as_written as members, string_bytes, string_text as text_of};
@@ -21,18 +22,21 @@ const MIN_NEEDLE: usize = 4;
 struct Needle {
     value: Vec<u8>,
     token: Vec<u8>,
-    /// Finds the value in a text (made once, used on each of the record's texts).
-    finder: memchr::memmem::Finder<'static>,
-    /// Where in the record's text the value stands, when it is a string of the payload: the
-    /// writer takes its token from here rather than make it again.
-    at: usize,
 }
 
 impl Needle {
     fn new(value: Vec<u8>, token: Vec<u8>) -> Needle {
-        let finder = memchr::memmem::Finder::new(&value).into_owned();
-        Needle { value, token, finder, at: 0 }
+        Needle { value, token }
     }
+}
+
+/// What a record's walk leaves for its end: the payload values met, and the free texts whose
+/// scrubbing waits for all of them (a message may come before the payload it echoes).
+#[derive(Default)]
+struct Pending {
+    needles: Vec<Needle>,
+    /// Each free text: where in the walked output it goes, and its raw text's span.
+    texts: Vec<(usize, usize, usize)>,
 }
 
 /// Rewrites records under one profile's rules and one key; one per thread (a clone starts
@@ -51,17 +55,31 @@ pub struct Redactor<'r> {
     keyed: Keyed,
     /// Replacements made so far, by the value's digest and kind.
     made: HashMap<(u128, &'static str), String, foldhash::fast::FixedState>,
+    /// A record's output before its free texts go in, and what waits for them (kept to reuse
+    /// their memory from record to record).
+    walked: Vec<u8>,
+    pending: Pending,
 }
 
 impl Clone for Redactor<'_> {
     fn clone(&self) -> Self {
-        Redactor { made: HashMap::default(), keyed: self.keyed.clone(), ..*self }
+        Redactor {
+            root: self.root,
+            root_mode: self.root_mode,
+            list_root: self.list_root,
+            coarsen: self.coarsen,
+            card_last_four: self.card_last_four,
+            keyed: self.keyed.clone(),
+            made: HashMap::default(),
+            walked: Vec::new(),
+            pending: Pending::default(),
+        }
     }
 }
 
 impl<'r> Redactor<'r> {
     pub fn new(rules: &'r Node, keyed: Keyed) -> Redactor<'r> {
-        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, coarsen: None, card_last_four: false, keyed, made: HashMap::default() }
+        Redactor { root: Some(rules), root_mode: mode_of(Some(rules), Mode::Text), list_root: None, coarsen: None, card_last_four: false, keyed, made: HashMap::default(), walked: Vec::new(), pending: Pending::default() }
     }
 
     /// Card tokens that end with the card's last four digits.
@@ -80,28 +98,67 @@ impl<'r> Redactor<'r> {
     /// file holds the record's `key`, one a line).
     pub fn below(&self, member: &str) -> Redactor<'r> {
         let child = self.root.and_then(|n| n.member(member.as_bytes()));
-        Redactor { root: child, root_mode: member_mode(self.root, child, member.as_bytes(), self.root_mode), ..self.clone() }
+        let mut below = self.clone();
+        below.root = child;
+        below.root_mode = member_mode(self.root, child, member.as_bytes(), self.root_mode);
+        below
     }
 
     /// A redactor of an S3-sink `.headers` file: its lines' `headers` member (or the line,
     /// a bare list) holds the record's headers; `envelope` is `rules::headers_envelope`.
     pub fn for_headers(&self, envelope: &'r Node) -> Redactor<'r> {
         let list = self.below("headers");
-        Redactor { root: Some(envelope), root_mode: mode_of(Some(envelope), Mode::Text), list_root: Some((list.root, list.root_mode)), ..self.clone() }
+        let mut headers = self.clone();
+        headers.root = Some(envelope);
+        headers.root_mode = mode_of(Some(envelope), Mode::Text);
+        headers.list_root = Some((list.root, list.root_mode));
+        headers
     }
 
-    /// Appends the redacted form of one record's JSON text (checked as JSON already).
-    pub fn record(&mut self, raw: &[u8], out: &mut Vec<u8>) {
+    /// Appends the redacted form of one record's JSON text, checked as one JSON value by the
+    /// readers' own scanner as it is walked, once. Err: it is not JSON, and `out` is as it was.
+    pub fn record(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         let (root, mode) = match self.list_root {
-            Some(list) if raw.first() == Some(&b'[') => list,
+            Some(list) if raw.trim_ascii_start().first() == Some(&b'[') => list,
             _ => (self.root, self.root_mode),
         };
-        let mut needles = Vec::new();
-        self.collect(raw, root, mode, &mut needles);
+        let mut walked = std::mem::take(&mut self.walked);
+        let mut pending = std::mem::take(&mut self.pending);
+        walked.clear();
+        pending.needles.clear();
+        pending.texts.clear();
+        let mut p = Parser::over_bytes(raw, Kernel::detected());
+        p.ws();
+        let result = self.value(&mut p, root, mode, 0, &mut walked, &mut pending).and_then(|()| {
+            p.ws();
+            if p.at_end() { Ok(()) } else { Err(p.error("trailing characters")) }
+        });
+        if result.is_ok() {
+            self.fill_texts(raw, &walked, &mut pending, out);
+        }
+        self.walked = walked;
+        self.pending = pending;
+        result
+    }
+
+    /// The walked output into `out`, each free text scrubbed in its place, now that every
+    /// payload value the record holds is known.
+    fn fill_texts(&mut self, raw: &[u8], walked: &[u8], pending: &mut Pending, out: &mut Vec<u8>) {
         // Longest first, so a value holding another is replaced whole.
+        let needles = &mut pending.needles;
         needles.sort_by(|a, b| b.value.len().cmp(&a.value.len()).then_with(|| a.value.cmp(&b.value)));
         needles.dedup_by(|a, b| a.value == b.value);
-        self.write(raw, root, mode, &needles, out);
+        let mut at = 0;
+        for &(place, start, end) in &pending.texts {
+            out.extend_from_slice(&walked[at..place]);
+            let text = &raw[start..end];
+            match text_of(text).and_then(|t| self.scrub(&t, needles)) {
+                Some(scrubbed) => push_string(out, &scrubbed),
+                None => out.extend_from_slice(text),
+            }
+            at = place;
+        }
+        out.extend_from_slice(&walked[at..]);
     }
 
     /// A free text with personal and secret values replaced (a line that is not JSON).
@@ -112,44 +169,6 @@ impl<'r> Redactor<'r> {
     /// The token of a whole line that is not JSON (whatever it holds is replaced).
     pub fn text_token(&mut self, line: &[u8]) -> String {
         self.keyed.token("line", line, Shape::Value)
-    }
-
-    /// The payload's and personal fields' values (and those inside JSON or base64 JSON held
-    /// in their strings), with their tokens.
-    fn collect(&mut self, raw: &[u8], node: Option<&Node>, mode: Mode, needles: &mut Vec<Needle>) {
-        // Nothing below a place the rules leave alone can be a payload value.
-        if !matches!(mode, Mode::Token(_)) && node.is_none_or(|n| n.children.is_empty()) {
-            return;
-        }
-        match raw.first() {
-            Some(b'{') => {
-                for (_, name, value) in members(raw) {
-                    let child = node.and_then(|n| n.member(&name));
-                    let mode = member_mode(node, child, &name, mode);
-                    self.collect(value, child, mode, needles);
-                }
-            }
-            Some(b'[') => self.each_value(raw, node, mode, &mut |this, value, child, mode| this.collect(value, child, mode, needles)),
-            Some(b'"') => {
-                let Mode::Token(kind) = mode else { return };
-                if matches!(kind, "key" | "header") {
-                    return;
-                }
-                let Some(text) = text_of(raw) else { return };
-                if is_needle(&text) {
-                    let token = self.string_token(kind, &text);
-                    self.inner_values(&text, needles);
-                    needles.push(Needle { at: raw.as_ptr() as usize, ..Needle::new(text.into_owned(), token.into_bytes()) });
-                }
-            }
-            Some(b'-' | b'0'..=b'9') if matches!(mode, Mode::Token(kind) if !matches!(kind, "key" | "header")) => {
-                if raw.iter().filter(|b| b.is_ascii_digit()).count() >= MIN_NEEDLE {
-                    let text = std::str::from_utf8(raw).unwrap_or_default();
-                    needles.push(Needle::new(raw.to_vec(), self.keyed.number(text).into_bytes()));
-                }
-            }
-            _ => {}
-        }
     }
 
     /// The values of a JSON document held in a payload string, or in base64 there: echoed
@@ -257,150 +276,188 @@ impl<'r> Redactor<'r> {
         made
     }
 
-    /// Calls `each` for every value an array holds, with the node and mode it falls under: a
-    /// header collection's names are skipped and its values (but nulls) reached by name.
-    fn each_value(&mut self, raw: &[u8], node: Option<&Node>, mode: Mode, each: &mut dyn FnMut(&mut Self, &[u8], Option<&Node>, Mode)) {
-        if node.is_some_and(|n| n.headers) {
-            for (name, value) in crate::raw_json::headers(raw) {
-                let child = node.and_then(|n| n.member(&name));
-                if let Some(value) = value {
-                    each(self, value, child, member_mode(node, child, &name, mode));
-                }
-            }
-            return;
+    /// One value at the parser, written as the rules say under `node` in `mode`: structure
+    /// compact, names and values left alone as written, the rest replaced.
+    fn value(&mut self, p: &mut Parser<'_>, node: Option<&Node>, mode: Mode, depth: usize, out: &mut Vec<u8>, pending: &mut Pending) -> Result<(), String> {
+        let start = p.pos();
+        let first = p.peek();
+        let composite = matches!(first, Some(b'{' | b'['));
+        if composite && depth >= MAX_NESTING {
+            return Err(p.error("recursion limit exceeded"));
         }
-        for (i, item) in crate::raw_json::elements(raw).enumerate() {
-            let child = node.and_then(|n| n.child(&Step::Index(i)));
-            each(self, item, child, mode_of(child, mode));
-        }
-    }
-
-    fn write(&mut self, raw: &[u8], node: Option<&Node>, mode: Mode, needles: &[Needle], out: &mut Vec<u8>) {
-        if mode == Mode::Time && !matches!(raw.first(), Some(b'{' | b'[')) {
-            match self.coarsen.and_then(|c| c.value(raw)) {
+        if mode == Mode::Time && (!composite || node.is_none_or(|n| n.children.is_empty())) {
+            p.skip_value(depth)?;
+            let raw = &p.bytes()[start..p.pos()];
+            match self.coarsen.filter(|_| !composite).and_then(|c| c.value(raw)) {
                 Some(rounded) => out.extend_from_slice(&rounded),
                 None => out.extend_from_slice(raw),
             }
-            return;
+            return Ok(());
         }
-        if mode == Mode::Time && node.is_none_or(|n| n.children.is_empty()) {
-            out.extend_from_slice(raw);
-            return;
-        }
-        match raw.first() {
-            Some(b'{') => self.write_members(raw, out, |this, name, value, out| {
+        match first {
+            Some(b'{') => self.object(p, out, |this, p, name, out| {
                 let child = node.and_then(|n| n.member(name));
-                this.write(value, child, member_mode(node, child, name, mode), needles, out);
+                this.value(p, child, member_mode(node, child, name, mode), depth + 1, out, pending)
             }),
-            Some(b'[') => {
-                out.push(b'[');
-                if node.is_some_and(|n| n.headers) {
-                    self.write_headers(raw, node, mode, needles, out);
-                } else {
-                    let mut first = true;
-                    self.each_value(raw, node, mode, &mut |this, value, child, mode| {
-                        if !first {
-                            out.push(b',');
+            Some(b'[') if node.is_some_and(|n| n.headers) => self.headers(p, node, mode, depth, out, pending),
+            Some(b'[') => self.array(p, out, |this, p, i, out| {
+                let child = node.and_then(|n| n.child(&Step::Index(i)));
+                this.value(p, child, mode_of(child, mode), depth + 1, out, pending)
+            }),
+            Some(b'"') => self.string(p, mode, out, pending),
+            Some(b'-' | b'0'..=b'9') => {
+                let text = p.number()?;
+                match mode {
+                    Mode::Token(kind) => {
+                        let token = self.keyed.number(text);
+                        out.extend_from_slice(token.as_bytes());
+                        if !matches!(kind, "key" | "header") && text.bytes().filter(u8::is_ascii_digit).count() >= MIN_NEEDLE {
+                            pending.needles.push(Needle::new(text.as_bytes().to_vec(), token.into_bytes()));
                         }
-                        first = false;
-                        this.write(value, child, mode, needles, out);
-                    });
+                    }
+                    _ => out.extend_from_slice(text.as_bytes()),
                 }
-                out.push(b']');
+                Ok(())
             }
-            Some(b'"') => match mode {
-                Mode::Time => out.extend_from_slice(raw),
-                Mode::Scrub | Mode::Text => match text_of(raw).and_then(|text| self.scrub(&text, if mode == Mode::Text { needles } else { &[] })) {
-                    Some(text) => push_string(out, &text),
-                    None => out.extend_from_slice(raw),
-                },
-                Mode::Token(kind) => match text_of(raw) {
-                    Some(text) if !text.is_empty() => match needles.iter().find(|n| n.at == raw.as_ptr() as usize) {
-                        Some(made) => push_string(out, &made.token),
-                        None => {
-                            let token = self.string_token(kind, &text);
-                            push_string(out, token.as_bytes());
-                        }
-                    },
-                    _ => out.extend_from_slice(raw),
-                },
-            },
-            Some(b'-' | b'0'..=b'9') if matches!(mode, Mode::Token(_)) => {
-                out.extend_from_slice(self.keyed.number(std::str::from_utf8(raw).unwrap_or("0")).as_bytes());
-            }
-            _ => out.extend_from_slice(raw),
+            _ => copy_value(p, depth, out),
         }
     }
 
-    /// A header collection's elements: names as written, values by their header's rules.
-    fn write_headers(&mut self, raw: &[u8], node: Option<&Node>, mode: Mode, needles: &[Needle], out: &mut Vec<u8>) {
-        let items: Vec<&[u8]> = crate::raw_json::elements(raw).collect();
-        let mut i = 0;
-        while i < items.len() {
-            if i > 0 {
-                out.push(b',');
+    /// A string at the parser: a free text waits for the record's end, a read one has only
+    /// detected values replaced, a payload's becomes its token (and is looked for in the texts).
+    fn string(&mut self, p: &mut Parser<'_>, mode: Mode, out: &mut Vec<u8>, pending: &mut Pending) -> Result<(), String> {
+        let start = p.pos();
+        match mode {
+            Mode::Time => copy_value(p, 0, out),
+            Mode::Text => {
+                p.skip_string()?;
+                pending.texts.push((out.len(), start, p.pos()));
+                Ok(())
             }
-            let item = items[i];
-            let name = match item.first() {
-                Some(b'"') => string_bytes(item),
-                _ => None,
-            };
-            if let Some(name) = name {
-                out.extend_from_slice(item);
-                if let Some(value) = items.get(i + 1) {
-                    out.push(b',');
-                    let child = node.and_then(|n| n.member(&name));
-                    self.write(value, child, member_mode(node, child, &name, mode), needles, out);
+            Mode::Scrub => {
+                let text = checked_string(p)?;
+                match self.scrub(&text, &[]) {
+                    Some(scrubbed) => push_string(out, &scrubbed),
+                    None => out.extend_from_slice(&p.bytes()[start..p.pos()]),
                 }
-                i += 2;
-                continue;
+                Ok(())
             }
-            match header_name(item) {
-                Some(name) => {
-                    let child = node.and_then(|n| n.member(&name));
-                    let value_mode = member_mode(node, child, &name, mode);
-                    self.write_header_item(item, child, value_mode, needles, out);
+            Mode::Token(kind) => {
+                let text = checked_string(p)?;
+                if text.is_empty() {
+                    out.extend_from_slice(b"\"\"");
+                    return Ok(());
                 }
-                None => self.write(item, None, mode, needles, out),
+                let token = self.string_token(kind, &text);
+                push_string(out, token.as_bytes());
+                if !matches!(kind, "key" | "header") && is_needle(&text) {
+                    self.inner_values(&text, &mut pending.needles);
+                    pending.needles.push(Needle::new(text.into_owned(), token.into_bytes()));
+                }
+                Ok(())
             }
-            i += 1;
         }
     }
 
-    /// `{"key": name, "value": v}` or `[name, v]` with its value under the header's rules.
-    fn write_header_item(&mut self, item: &[u8], child: Option<&Node>, mode: Mode, needles: &[Needle], out: &mut Vec<u8>) {
-        if item.first() == Some(&b'[') {
-            out.push(b'[');
-            for (n, element) in crate::raw_json::elements(item).enumerate() {
+    /// An object at the parser written compact: each member's name as written, its value by
+    /// `member` (which reads it).
+    fn object(&mut self, p: &mut Parser<'_>, out: &mut Vec<u8>, mut member: impl FnMut(&mut Self, &mut Parser<'_>, &[u8], &mut Vec<u8>) -> Result<(), String>) -> Result<(), String> {
+        out.push(b'{');
+        p.expect(b"{");
+        p.ws();
+        if !p.expect(b"}") {
+            for n in 0.. {
+                p.ws();
+                match p.peek() {
+                    Some(b'"') => {}
+                    None => return Err(p.error("EOF while parsing an object")),
+                    _ => return Err(p.error("expected a field name")),
+                }
+                let name_start = p.pos();
+                let name = p.string()?;
+                let written = &p.bytes()[name_start..p.pos()];
+                p.ws();
+                if !p.expect(b":") {
+                    return Err(p.error("expected `:`"));
+                }
+                p.ws();
                 if n > 0 {
                     out.push(b',');
-                    self.write(element, child, mode, needles, out);
-                } else {
-                    out.extend_from_slice(element);
+                }
+                out.extend_from_slice(written);
+                out.push(b':');
+                member(self, p, name.as_bytes(), out)?;
+                if p.comma_or_close(b'}')? {
+                    break;
                 }
             }
-            out.push(b']');
-            return;
-        }
-        self.write_members(item, out, |this, name, value, out| match name {
-            b"value" => this.write(value, child, mode, needles, out),
-            b"key" | b"name" => out.extend_from_slice(value),
-            _ => this.write(value, None, mode, needles, out),
-        });
-    }
-
-    /// An object written compact, each member's name as written and its value by `value`.
-    fn write_members(&mut self, raw: &[u8], out: &mut Vec<u8>, mut value: impl FnMut(&mut Self, &[u8], &[u8], &mut Vec<u8>)) {
-        out.push(b'{');
-        for (n, (written, name, member)) in members(raw).enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(written);
-            out.push(b':');
-            value(self, &name, member, out);
         }
         out.push(b'}');
+        Ok(())
+    }
+
+    /// An array at the parser written compact, each element by `element` (given its index).
+    fn array(&mut self, p: &mut Parser<'_>, out: &mut Vec<u8>, mut element: impl FnMut(&mut Self, &mut Parser<'_>, usize, &mut Vec<u8>) -> Result<(), String>) -> Result<(), String> {
+        out.push(b'[');
+        p.expect(b"[");
+        p.ws();
+        if !p.expect(b"]") {
+            for i in 0.. {
+                p.ws();
+                if i > 0 {
+                    out.push(b',');
+                }
+                element(self, p, i, out)?;
+                if p.comma_or_close(b']')? {
+                    break;
+                }
+            }
+        }
+        out.push(b']');
+        Ok(())
+    }
+
+    /// A header collection: kcat's flat `[name, value, …]` (a name string, then its value),
+    /// or `{"key"|"name": name, "value": v}` and `[name, v]` items; names as written, each
+    /// value by its header's rules.
+    fn headers(&mut self, p: &mut Parser<'_>, node: Option<&Node>, mode: Mode, depth: usize, out: &mut Vec<u8>, pending: &mut Pending) -> Result<(), String> {
+        // A flat list's name just written: the next element is its value.
+        let mut name: Option<Vec<u8>> = None;
+        self.array(p, out, |this, p, _, out| {
+            if let Some(name) = name.take() {
+                let child = node.and_then(|n| n.member(&name));
+                return this.value(p, child, member_mode(node, child, &name, mode), depth + 1, out, pending);
+            }
+            let start = p.pos();
+            match p.peek() {
+                Some(b'"') => {
+                    name = Some(checked_string(p)?.into_owned());
+                    out.extend_from_slice(&p.bytes()[start..p.pos()]);
+                    Ok(())
+                }
+                Some(b'{' | b'[') => {
+                    p.skip_value(depth + 1)?;
+                    let named = header_name(&p.bytes()[start..p.pos()]);
+                    p.seek(start);
+                    let Some(name) = named else { return this.value(p, None, mode, depth + 1, out, pending) };
+                    let child = node.and_then(|n| n.member(&name));
+                    this.header_item(p, child, member_mode(node, child, &name, mode), depth + 1, out, pending)
+                }
+                _ => this.value(p, None, mode, depth + 1, out, pending),
+            }
+        })
+    }
+
+    /// `{"key"|"name": name, "value": v}` or `[name, v]` with its value under the header's rules.
+    fn header_item(&mut self, p: &mut Parser<'_>, child: Option<&Node>, mode: Mode, depth: usize, out: &mut Vec<u8>, pending: &mut Pending) -> Result<(), String> {
+        if p.peek() == Some(b'[') {
+            return self.array(p, out, |this, p, i, out| if i == 0 { copy_value(p, depth + 1, out) } else { this.value(p, child, mode, depth + 1, out, pending) });
+        }
+        self.object(p, out, |this, p, name, out| match name {
+            b"value" => this.value(p, child, mode, depth + 1, out, pending),
+            b"key" | b"name" => copy_value(p, depth + 1, out),
+            _ => this.value(p, None, mode, depth + 1, out, pending),
+        })
     }
 
     /// `text` with the record's payload values and every detected value replaced, or None
@@ -423,6 +480,23 @@ impl<'r> Redactor<'r> {
         out.extend_from_slice(&current[at..]);
         Some(out)
     }
+}
+
+/// The string at the parser, checked as the readers check it (their messages, their columns),
+/// as the bytes it stands for.
+fn checked_string<'a>(p: &mut Parser<'a>) -> Result<std::borrow::Cow<'a, [u8]>, String> {
+    let start = p.pos();
+    p.skip_string()?;
+    let raw: &'a [u8] = &p.bytes()[start..p.pos()];
+    text_of(raw).ok_or_else(|| p.error("invalid escape"))
+}
+
+/// The value at the parser, checked and written as it is.
+fn copy_value(p: &mut Parser<'_>, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
+    let start = p.pos();
+    p.skip_value(depth)?;
+    out.extend_from_slice(&p.bytes()[start..p.pos()]);
+    Ok(())
 }
 
 /// The name of a header written as `{"key"|"name": name, "value": …}` or `[name, value]`.
@@ -476,7 +550,7 @@ fn replace_needles(text: &[u8], needles: &[Needle]) -> Option<Vec<u8>> {
     let closes = |b: u8| b.is_ascii_whitespace() || b"\"'`)]}>,;".contains(&b);
     let mut hits: Vec<(usize, usize, usize)> = Vec::new();
     for (i, needle) in needles.iter().enumerate() {
-        for start in needle.finder.find_iter(text) {
+        for start in occurrences(text, &needle.value) {
             let end = start + needle.value.len();
             let before = start.checked_sub(1).map(|p| text[p]);
             let after = text.get(end).copied();
@@ -502,6 +576,24 @@ fn replace_needles(text: &[u8], needles: &[Needle]) -> Option<Vec<u8>> {
     }
     out.extend_from_slice(&text[at..]);
     Some(out)
+}
+
+/// Where `needle` (not empty) stands in `text`, leftmost first, each after the last one's end.
+/// (Texts and needles are short: a byte search and a compare cost less than a searcher made
+/// for each needle of each record.)
+fn occurrences<'t>(text: &'t [u8], needle: &'t [u8]) -> impl Iterator<Item = usize> + 't {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        while from + needle.len() <= text.len() {
+            let at = from + memchr::memchr(needle[0], &text[from..=text.len() - needle.len()])?;
+            if text[at..].starts_with(needle) {
+                from = at + needle.len();
+                return Some(at);
+            }
+            from = at + 1;
+        }
+        None
+    })
 }
 
 /// A value looked for in the record's text: long enough to mean something, and not one
