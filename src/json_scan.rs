@@ -147,6 +147,12 @@ fn escape_flags(v: u64) -> u64 {
     (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | v.wrapping_sub(ONES * 0x20) & !v) & HIGH
 }
 
+/// From `pos`, the first byte of `s` a JSON string must escape (`"`, `\\`, below 0x20), or
+/// the end: what a writer copies as it is runs up to there.
+pub fn escape_stop(s: &[u8], pos: usize) -> usize {
+    string_stop(s, pos, Kernel::detected())
+}
+
 /// From `pos`, the first byte of `s` that is `"`, `\\` or below 0x20 (or the end): 32 bytes at
 /// a time with the AVX2 kernel, else eight.
 #[inline(always)]

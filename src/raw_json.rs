@@ -53,11 +53,12 @@ pub fn string_bytes(raw: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(body.len());
     let mut i = 0;
     while i < body.len() {
-        let b = body[i];
-        if b != b'\\' {
-            out.push(b);
-            i += 1;
-            continue;
+        // The run up to the next escape as it is.
+        let run = memchr::memchr(b'\\', &body[i..]).unwrap_or(body.len() - i);
+        out.extend_from_slice(&body[i..i + run]);
+        i += run;
+        if i == body.len() {
+            break;
         }
         let e = *body.get(i + 1)?;
         i += 2;

@@ -182,7 +182,15 @@ fn redact_lines(reader: Box<dyn Read + Send>, out: &mut (impl Write + Send), red
 
 /// One block of whole lines, each redacted on its own: the redacted chunks, in order.
 fn redact_block(block: &[u8], redactor: &Redactor, marker: &str, name: &str, line_no: &mut usize, report: &mut FileReport) -> Vec<Vec<u8>> {
-    let lines: Vec<&[u8]> = block.split_inclusive(|&b| b == b'\n').collect();
+    let mut lines: Vec<&[u8]> = Vec::with_capacity(block.len() / 256);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', block) {
+        lines.push(&block[start..=end]);
+        start = end + 1;
+    }
+    if start < block.len() {
+        lines.push(&block[start..]);
+    }
     let first_line = *line_no + 1;
     *line_no += lines.len();
     let done: Vec<(Vec<u8>, Vec<String>, u64)> = lines

@@ -621,17 +621,22 @@ fn leaf_texts(value: &Value, out: &mut Vec<(String, bool)>) {
 /// A JSON string of `bytes`: quotes, backslashes and control characters escaped, every other
 /// byte as it is (bytes that are not UTF-8 stay raw, as kcat writes them).
 pub fn push_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
     out.push(b'"');
-    for &b in bytes {
+    let mut at = 0;
+    loop {
+        let stop = crate::json_scan::escape_stop(bytes, at);
+        out.extend_from_slice(&bytes[at..stop]);
+        let Some(&b) = bytes.get(stop) else { break };
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
             b'\n' => out.extend_from_slice(b"\\n"),
             b'\r' => out.extend_from_slice(b"\\r"),
             b'\t' => out.extend_from_slice(b"\\t"),
-            0..=0x1f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
-            _ => out.push(b),
+            _ => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
         }
+        at = stop + 1;
     }
     out.push(b'"');
 }
