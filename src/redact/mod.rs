@@ -150,7 +150,7 @@ fn redact_lines(reader: Box<dyn Read + Send>, out: &mut (impl Write + Send), red
             return Ok(report);
         }
         // Not a sequence of JSON values after all: read as lines, as rank does.
-        for chunk in redact_block(&whole, redactor, marker, name, &mut line_no, &mut report) {
+        for chunk in redact_block(&whole, &Redactors::new(redactor), marker, name, &mut line_no, &mut report) {
             out.write_all(&chunk)?;
         }
         return Ok(report);
@@ -165,13 +165,17 @@ fn redact_lines(reader: Box<dyn Read + Send>, out: &mut (impl Write + Send), red
             }
             Ok(())
         });
+        let redactors = Redactors::new(redactor);
         let mut block = Some(first);
+        let mut spare = Vec::new();
         while let Some(current) = block.take() {
-            let chunks = redact_block(&current, redactor, marker, name, &mut line_no, &mut report);
+            // The next block is read while this one is redacted.
+            let (chunks, next) = rayon::join(|| redact_block(&current, &redactors, marker, name, &mut line_no, &mut report), || blocks.next_into(std::mem::take(&mut spare)));
             if tx.send(chunks).is_err() {
                 break; // the writer failed: its error is below
             }
-            block = blocks.next_into(current).transpose().with_context(|| format!("{name}: read failed"))?;
+            spare = current;
+            block = next.transpose().with_context(|| format!("{name}: read failed"))?;
         }
         drop(tx);
         writer.join().expect("the writer does not panic")?;
@@ -180,8 +184,33 @@ fn redact_lines(reader: Box<dyn Read + Send>, out: &mut (impl Write + Send), red
     Ok(report)
 }
 
+/// Redactors for the threads redacting a file's blocks, each kept from chunk to chunk (with
+/// the replacements it remembers and the memory it has grown).
+struct Redactors<'a, 'r> {
+    first: &'a Redactor<'r>,
+    idle: std::sync::Mutex<Vec<Redactor<'r>>>,
+}
+
+impl<'a, 'r> Redactors<'a, 'r> {
+    fn new(first: &'a Redactor<'r>) -> Self {
+        Redactors { first, idle: std::sync::Mutex::new(Vec::new()) }
+    }
+
+    fn with<T>(&self, work: impl FnOnce(&mut Redactor<'r>) -> T) -> T {
+        let idle = self.idle.lock().expect("no redactor panics").pop();
+        let mut redactor = idle.unwrap_or_else(|| self.first.clone());
+        let done = work(&mut redactor);
+        self.idle.lock().expect("no redactor panics").push(redactor);
+        done
+    }
+}
+
+/// Lines a parallel task redacts: enough to outweigh its cost, few enough that two threads
+/// finish a block together.
+const CHUNK_LINES: usize = 256;
+
 /// One block of whole lines, each redacted on its own: the redacted chunks, in order.
-fn redact_block(block: &[u8], redactor: &Redactor, marker: &str, name: &str, line_no: &mut usize, report: &mut FileReport) -> Vec<Vec<u8>> {
+fn redact_block(block: &[u8], redactors: &Redactors, marker: &str, name: &str, line_no: &mut usize, report: &mut FileReport) -> Vec<Vec<u8>> {
     let mut lines: Vec<&[u8]> = Vec::with_capacity(block.len() / 256);
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', block) {
@@ -194,16 +223,15 @@ fn redact_block(block: &[u8], redactor: &Redactor, marker: &str, name: &str, lin
     let first_line = *line_no + 1;
     *line_no += lines.len();
     let done: Vec<(Vec<u8>, Vec<String>, u64)> = lines
-        .par_chunks(1024)
+        .par_chunks(CHUNK_LINES)
         .enumerate()
-        .map_init(
-            || redactor.clone(),
-            |redactor, (chunk_no, chunk)| {
+        .map(|(chunk_no, chunk)| {
+            redactors.with(|redactor| {
                 let mut out = Vec::with_capacity(chunk.iter().map(|l| l.len() + 64).sum());
                 let mut malformed = Vec::new();
                 let mut records = 0;
                 for (i, line) in chunk.iter().enumerate() {
-                    let number = first_line + chunk_no * 1024 + i;
+                    let number = first_line + chunk_no * CHUNK_LINES + i;
                     match redact_line(line, redactor, marker, &mut out) {
                         Ok(true) => records += 1,
                         Ok(false) => {}
@@ -211,8 +239,8 @@ fn redact_block(block: &[u8], redactor: &Redactor, marker: &str, name: &str, lin
                     }
                 }
                 (out, malformed, records)
-            },
-        )
+            })
+        })
         .collect();
     let mut chunks = Vec::with_capacity(done.len());
     for (bytes, malformed, records) in done {
