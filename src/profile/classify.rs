@@ -90,6 +90,7 @@ const TRANSIENT_TYPES: [&str; 23] = [
     // Expired in the queue (a TTL), or pushed out of a full one; Event Grid's event TTL.
     "expired", "maxlen", "TimeToLiveExceeded",
 ];
+const POISON_PATTERNS: [&str; 4] = ["out of memory", "recursion", "stack overflow", "segmentation fault"];
 const TRANSIENT_PATTERNS: [&str; 10] = ["timeout", "timed out", "connection refused", "temporarily unavailable", "try again", "rate limit", "throttl", "deadlock", "503", "504"];
 /// A service the consumer calls, failing or refusing it (Event Grid's endpoint that never took
 /// the event, EventBridge's target that could not be invoked).
@@ -97,6 +98,12 @@ const DEPENDENCY_TYPES: [&str; 7] = [
     "HttpRequestException", "WebException", "HttpServerErrorException", "RestClientException",
     "MaxDeliveryAttemptsExceeded", "SDK_CLIENT_ERROR", "NO_PERMISSIONS",
 ];
+
+/// What the default rules look for in a message (lower case): a value replaced in a message
+/// must neither add one nor take one away, or its record changes category.
+pub fn message_patterns() -> impl Iterator<Item = &'static str> {
+    POISON_PATTERNS.into_iter().chain(TRANSIENT_PATTERNS)
+}
 
 impl Default for Classifier {
     /// The seed's rules: poison (types and patterns), validation (types), transient (types and
@@ -107,7 +114,7 @@ impl Default for Classifier {
     /// classified is the blind re-submission dlqf prevents.
     fn default() -> Classifier {
         let rules = vec![
-            rule(&POISON_TYPES, &["out of memory", "recursion", "stack overflow", "segmentation fault"], false, None, true, true),
+            rule(&POISON_TYPES, &POISON_PATTERNS, false, None, true, true),
             rule(&VALIDATION_TYPES, &[], false, None, false, false),
             rule(&TRANSIENT_TYPES, &TRANSIENT_PATTERNS, true, Some(5), true, false),
             rule(&DEPENDENCY_TYPES, &[], true, Some(10), true, false),

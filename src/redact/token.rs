@@ -8,13 +8,15 @@ use anyhow::{bail, Context, Result};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use crate::profile::classify::message_patterns;
+
 /// The fewest bytes a key file may hold (after surrounding whitespace): 128 bits.
 pub const MIN_KEY_BYTES: usize = 16;
 
 /// How a token is written, so templating treats it as the value it replaces was treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Shape {
-    /// `kind_7f3a…`: hex led by a digit, which every template masks as a value.
+    /// `kind_7f3a…`: a digit, a letter, a digit…, which every template masks as a value.
     Value,
     /// `kind_qzkv…`: lower-case letters only, which a template keeps as a word, as it kept the
     /// word (a name) it replaces; two names stay two buckets.
@@ -51,22 +53,27 @@ impl Keyed {
 
     /// The token of a text value: `kind_` and 16 characters of its digest.
     pub fn token(&self, kind: &'static str, value: &[u8], shape: Shape) -> String {
-        let digest = self.digest(value);
         let mut token = String::with_capacity(kind.len() + 17);
         token.push_str(kind);
         token.push('_');
+        let mut digest = self.digest(value);
         match shape {
+            // Digits and letters by turns: never two digits or two letters together, so no
+            // word or number a classifier looks for (`503`, `timeout`) is spelled by chance.
             Shape::Value => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                token.push((b'0' + digest[0] % 10) as char);
-                for i in 1..16 {
-                    let nibble = if i % 2 == 0 { digest[i / 2 + 1] >> 4 } else { digest[i / 2 + 1] & 15 };
-                    token.push(HEX[nibble as usize] as char);
+                for (i, &b) in digest[..16].iter().enumerate() {
+                    token.push(if i % 2 == 0 { (b'0' + b % 10) as char } else { (b'a' + b % 26) as char });
                 }
             }
             Shape::Word => {
-                for &b in &digest[..16] {
-                    token.push((b'a' + b % 26) as char);
+                let start = token.len();
+                for attempt in 1u32.. {
+                    token.truncate(start);
+                    token.extend(digest[..16].iter().map(|&b| (b'a' + b % 26) as char));
+                    if !message_patterns().any(|p| token[start..].contains(p)) {
+                        break;
+                    }
+                    digest = self.digest(&[value, &attempt.to_be_bytes()].concat());
                 }
             }
         }
@@ -75,25 +82,54 @@ impl Keyed {
 
     /// A JSON number's text with each digit replaced by one of the digest's (signs, points
     /// and exponents kept, a leading non-zero digit stays non-zero): still a number of the
-    /// same size, for a payload's amounts, card and phone numbers written as numbers.
+    /// same size, for a payload's amounts, card and phone numbers written as numbers. A number
+    /// a classifier looks for (`503`) in it stays where it was and none is added, so the
+    /// number echoed in a message leaves the record's category as it was.
     pub fn number(&self, text: &str) -> String {
-        let digest = self.digest(text.as_bytes());
-        let mut out = String::with_capacity(text.len());
-        let mut leading = true;
-        for (i, c) in text.chars().enumerate() {
-            if c.is_ascii_digit() {
-                let byte = digest[i % 32] ^ (i / 32) as u8;
-                let digit = if leading && c != '0' { 1 + byte % 9 } else { byte % 10 };
-                out.push((b'0' + digit) as char);
-                leading = false;
-            } else {
-                // A digit after `e` or `.` leads nothing; one after `-` still leads.
-                leading = c == '-';
-                out.push(c);
+        let kept = cues_in(text);
+        let mut digest = self.digest(text.as_bytes());
+        for attempt in 1u32.. {
+            let mut out = digits_from(text, &digest).into_bytes();
+            for &(at, len) in &kept {
+                out[at..at + len].copy_from_slice(&text.as_bytes()[at..at + len]);
             }
+            let out = String::from_utf8(out).expect("ASCII");
+            if cues_in(&out) == kept || attempt >= 64 {
+                return out;
+            }
+            digest = self.digest(&[text.as_bytes(), &attempt.to_be_bytes()].concat());
         }
-        out
+        unreachable!("the loop returns")
     }
+}
+
+/// Where the classifier's numbers (`503`, `504`) stand in a number's text.
+fn cues_in(text: &str) -> Vec<(usize, usize)> {
+    let mut at = Vec::new();
+    for pattern in message_patterns().filter(|p| p.bytes().all(|b| b.is_ascii_digit())) {
+        at.extend(text.match_indices(pattern).map(|(i, p)| (i, p.len())));
+    }
+    at.sort_unstable();
+    at
+}
+
+/// `text` with each digit replaced by one of `digest`'s.
+fn digits_from(text: &str, digest: &[u8; 32]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut leading = true;
+    for (i, c) in text.chars().enumerate() {
+        if c.is_ascii_digit() {
+            let byte = digest[i % 32] ^ (i / 32) as u8;
+            let digit = if leading && c != '0' { 1 + byte % 9 } else { byte % 10 };
+            out.push((b'0' + digit) as char);
+            leading = false;
+        } else {
+            // A digit after `e` or `.` leads nothing; one after `-` still leads.
+            leading = c == '-';
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -126,6 +162,24 @@ mod tests {
         assert!(f.parse::<f64>().is_ok());
         assert_eq!(k.number("0.5").as_bytes()[1], b'.');
         assert_eq!(k.number("12"), k.number("12"));
+    }
+
+    /// A token never spells what the classifier looks for in a message, and a number keeps
+    /// the ones it holds: over many values, none is added or taken away.
+    #[test]
+    fn tokens_leave_the_classifiers_words_as_they_were() {
+        let k = Keyed::new(b"0123456789abcdef0123");
+        let spelled = |t: &str| message_patterns().filter(|p| t.contains(p)).collect::<Vec<_>>();
+        for i in 0..20_000u32 {
+            let value = format!("v{i}");
+            for shape in [Shape::Value, Shape::Word] {
+                let token = k.token("x", value.as_bytes(), shape);
+                assert_eq!(spelled(&token), Vec::<&str>::new(), "{token}");
+            }
+            for number in [format!("{}", 1000 + i), format!("15030{i}"), format!("{i}5045034")] {
+                assert_eq!(spelled(&k.number(&number)), spelled(&number), "{number}");
+            }
+        }
     }
 
     #[test]
