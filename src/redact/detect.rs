@@ -105,6 +105,7 @@ enum Gate {
 /// The signs of one text, seen in one pass over it.
 #[derive(Default)]
 struct Signs {
+    digits: usize,
     digit_run: usize,
     pem: bool,
     jwt: bool,
@@ -143,6 +144,7 @@ impl Signs {
             }
             let i = i - 1;
             if b.is_ascii_digit() {
+                signs.digits += 1;
                 run += 1;
                 in_word = true;
                 continue;
@@ -206,18 +208,11 @@ impl Gate {
 }
 
 /// Every value found in `text`, in order, none overlapping another (an earlier detector wins).
+/// Each detector runs only if the text shows its sign: most texts (a topic, a type name, a
+/// version, a consumer's name) show none and are spared every pattern.
 pub fn find(text: &[u8]) -> Vec<Found> {
-    let digits = text.iter().filter(|b| b.is_ascii_digit()).count();
-    if !may_hold(text, digits) {
-        return Vec::new();
-    }
-    found_in(text, digits)
-}
-
-/// `find` past the first test: each detector whose signs the text shows, tried in turn.
-fn found_in(text: &[u8], digits: usize) -> Vec<Found> {
     let signs = Signs::of(text);
-    found_by(text, digits, |d| d.gate.open(&signs))
+    found_by(text, signs.digits, |d| d.gate.open(&signs))
 }
 
 /// Every detector `tried` lets through, in order, run over `text`.
@@ -249,31 +244,6 @@ fn found_by(text: &[u8], digits: usize, tried: impl Fn(&Detector) -> bool) -> Ve
     }
     found.sort_by_key(|f| f.start);
     found
-}
-
-/// Whether any detector could find a value in `text` (holding `digits` digits), from signs
-/// every value of a kind carries: most short texts (a topic, a type name, a version, a
-/// consumer's name) hold none and are spared the automaton.
-fn may_hold(text: &[u8], digits: usize) -> bool {
-    // Cards, phones and IPv4 addresses hold four digits at least; emails an `@`; IPv6
-    // addresses a `:`; `password=…` and `api_key: …` an `=` or a `:`.
-    if digits >= 4 || memchr::memchr3(b'@', b':', b'=', text).is_some() {
-        return true;
-    }
-    // Every other value is 14 bytes long at least.
-    if text.len() < 14 {
-        return false;
-    }
-    let has = |part: &[u8]| memchr::memmem::find(text, part).is_some();
-    // An IBAN holds two digits; `Bearer …` a space (or a Unicode one); an AWS key id or a
-    // Google key an `A`; the other tokens and keys their prefixes.
-    digits >= 2
-        || text.iter().any(|&b| b.is_ascii_whitespace() || b >= 0x80 || b == b'A')
-        || has(b"eyJ")
-        || has(b"xox")
-        || has(b"glpat-")
-        || has(b"-----BEGIN")
-        || (memchr::memchr(b'_', text).is_some() && (has(b"gh") || has(b"github_pat_") || has(b"k_live_") || has(b"k_test_") || has(b"npm_")))
 }
 
 /// A credential after `Bearer`, `Basic` or `Token`: a digit or `=` in it, or 20 characters at least
