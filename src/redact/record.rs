@@ -12,7 +12,7 @@ use super::token::{Keyed, Shape};
 use crate::json_scan::{Kernel, Parser, MAX_NESTING};
 use crate::path::{base64_decode, Step};
 use crate::profile::template;
-use crate::raw_json::{members_as_written as members, string_bytes, string_text as text_of};
+use crate::raw_json::{members_as_written, string_bytes, string_text as text_of};
 
 /// Values of a record's payload and personal fields this short or shorter are not looked
 /// for in its text: a quantity of 3 is not the 3 of a line number.
@@ -22,12 +22,6 @@ const MIN_NEEDLE: usize = 4;
 struct Needle {
     value: Vec<u8>,
     token: Vec<u8>,
-}
-
-impl Needle {
-    fn new(value: Vec<u8>, token: Vec<u8>) -> Needle {
-        Needle { value, token }
-    }
 }
 
 /// What a record's walk leaves for its end: the payload values met, and the free texts whose
@@ -191,7 +185,7 @@ impl<'r> Redactor<'r> {
         leaf_texts(&value, &mut leaves);
         for (leaf, is_number) in leaves {
             let token = if is_number { self.keyed.number(&leaf) } else { self.string_token("value", leaf.as_bytes()) };
-            needles.push(Needle::new(leaf.into_bytes(), token.into_bytes()));
+            needles.push(Needle { value: leaf.into_bytes(), token: token.into_bytes() });
         }
     }
 
@@ -312,7 +306,7 @@ impl<'r> Redactor<'r> {
                         let token = self.keyed.number(text);
                         out.extend_from_slice(token.as_bytes());
                         if !matches!(kind, "key" | "header") && text.bytes().filter(u8::is_ascii_digit).count() >= MIN_NEEDLE {
-                            pending.needles.push(Needle::new(text.as_bytes().to_vec(), token.into_bytes()));
+                            pending.needles.push(Needle { value: text.as_bytes().to_vec(), token: token.into_bytes() });
                         }
                     }
                     _ => out.extend_from_slice(text.as_bytes()),
@@ -352,7 +346,7 @@ impl<'r> Redactor<'r> {
                 push_string(out, token.as_bytes());
                 if !matches!(kind, "key" | "header") && is_needle(&text) {
                     self.inner_values(&text, &mut pending.needles);
-                    pending.needles.push(Needle::new(text.into_owned(), token.into_bytes()));
+                    pending.needles.push(Needle { value: text.into_owned(), token: token.into_bytes() });
                 }
                 Ok(())
             }
@@ -502,7 +496,7 @@ fn copy_value(p: &mut Parser<'_>, depth: usize, out: &mut Vec<u8>) -> Result<(),
 /// The name of a header written as `{"key"|"name": name, "value": …}` or `[name, value]`.
 fn header_name(item: &[u8]) -> Option<Vec<u8>> {
     match item.first()? {
-        b'{' => members(item).find(|(_, k, _)| **k == *b"key" || **k == *b"name").and_then(|(_, _, v)| string_bytes(v)),
+        b'{' => members_as_written(item).find(|(_, k, _)| **k == *b"key" || **k == *b"name").and_then(|(_, _, v)| string_bytes(v)),
         b'[' => {
             let mut elements = crate::raw_json::elements(item);
             let name = elements.next().filter(|n| n.first() == Some(&b'"')).and_then(string_bytes)?;
@@ -669,7 +663,7 @@ mod tests {
 
     #[test]
     fn a_payload_value_is_replaced_in_prose_not_inside_a_name() {
-        let needles = [Needle::new(b"billing".to_vec(), b"T".to_vec()), Needle::new(b"Jane Doe".to_vec(), b"N".to_vec())];
+        let needles = [Needle { value: b"billing".to_vec(), token: b"T".to_vec() }, Needle { value: b"Jane Doe".to_vec(), token: b"N".to_vec() }];
         let replaced = |text: &str| replace_needles(text.as_bytes(), &needles).map(|b| String::from_utf8(b).unwrap());
         assert_eq!(replaced("card declined for Jane Doe."), Some("card declined for N.".into()));
         assert_eq!(replaced("'Jane Doe' failed"), Some("'N' failed".into()));
