@@ -73,8 +73,6 @@ pub(super) fn chunks_of_lines(lines: Vec<u8>, display: &str) -> Chunks {
 /// How much of a stream's start tells a JSON document from JSON lines.
 const DOCUMENT_HEAD: usize = 64 << 10;
 
-/// The compression a stream is in: as its name says, or when the name says nothing, as its
-/// first bytes say.
 /// A stream decompressed as its name says, or as its first bytes say when the name says
 /// nothing (stdin, a file named without its extension), and the compression it was in.
 pub fn decompressed(raw: Box<dyn Read + Send>, compression: Compression, display: &str) -> Result<(Box<dyn Read + Send>, Compression)> {
@@ -89,6 +87,8 @@ pub fn decompressed(raw: Box<dyn Read + Send>, compression: Compression, display
     Ok((reader, found))
 }
 
+/// The compression a stream is in: as its name says, or when the name says nothing, as its
+/// first bytes say.
 fn sniffed(given: Compression, head: &[u8]) -> Compression {
     match (given, head) {
         (Compression::None, [0x1f, 0x8b, ..]) => Compression::Gzip,
