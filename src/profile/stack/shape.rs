@@ -17,6 +17,8 @@ struct Memory {
     key: Vec<u8>,
     last: (u8, Vec<u8>, Option<u128>),
     known: Answers<(u64, u128)>,
+    /// `escaped_shape`'s backslashes, kept for the next trace's.
+    backslashes: Vec<u64>,
 }
 
 thread_local! {
@@ -50,7 +52,7 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
     }
     MEMORY.with(|memory| {
         let mut memory = memory.borrow_mut();
-        let Memory { key, last, known } = &mut *memory;
+        let Memory { key, last, known, backslashes } = &mut *memory;
         let digest = if last.0 == tag && last.1 == text.as_bytes() {
             last.2
         } else {
@@ -61,7 +63,7 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
                     shape(text, key);
                     true
                 }
-                Written::Json(raw) => escaped_shape(raw, key),
+                Written::Json(raw) => escaped_shape(raw, key, backslashes),
             };
             // A shape that could be ambiguous is neither looked up nor remembered.
             let digest = shaped.then(|| xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED));
@@ -87,18 +89,21 @@ pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> 
 /// whitespace or a `\t`, `\f` or `\r` escape. The text is kept as written, `\n` escapes
 /// included, but for each unindented line's shape: runs of frames are copied at once. False
 /// when the text does not end with its quote, or holds a `\u` escape (an escaped space could
-/// hide an indentation).
-fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
+/// hide an indentation). `backslashes` is scratch for where the escapes are.
+fn escaped_shape(raw: &str, into: &mut Vec<u8>, backslashes: &mut Vec<u64>) -> bool {
     let Some(body) = raw.strip_suffix('"') else { return false };
     let bytes = body.as_bytes();
+    // A trace has an escape every few dozen bytes (`\n\tat …`): found all in one pass, where
+    // a search per escape costs more to start than the bytes it reads.
+    positions(bytes, b'\\', backslashes);
     let mut start = 0;
     let mut from = 0;
     // Where the text not yet in `into` starts: the lines since the last unindented one.
     let mut kept = 0;
     loop {
-        // The next `\n` escape: backslashes are found by memchr, each taking the byte after it.
+        // The next `\n` escape: each backslash takes the byte after it.
         let mut end = bytes.len();
-        while let Some(at) = memchr::memchr(b'\\', bytes.get(from..).unwrap_or_default()).map(|i| from + i) {
+        while let Some(at) = next_position(backslashes, from) {
             match bytes.get(at + 1) {
                 Some(b'n') => {
                     end = at;
@@ -123,6 +128,50 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>) -> bool {
         }
         start = end + 2;
         from = start;
+    }
+}
+
+/// One bit for each byte of `bytes`, 64 to a word, set where the byte is `byte`.
+fn positions(bytes: &[u8], byte: u8, into: &mut Vec<u64>) {
+    into.clear();
+    let mut chunks = bytes.chunks_exact(64);
+    for chunk in &mut chunks {
+        into.push(word_of(chunk.try_into().expect("64 bytes"), byte));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        into.push(rest.iter().enumerate().fold(0, |word, (i, &b)| word | u64::from(b == byte) << i));
+    }
+}
+
+/// `positions` of 64 bytes: four 16-byte compares (SSE2, which every x86-64 CPU has).
+#[cfg(target_arch = "x86_64")]
+fn word_of(chunk: &[u8; 64], byte: u8) -> u64 {
+    use std::arch::x86_64::*;
+    let mut word = 0u64;
+    for (i, part) in chunk.chunks_exact(16).enumerate() {
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of `part`, at any alignment.
+        let mask = unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(part.as_ptr().cast()), _mm_set1_epi8(byte as i8))) };
+        word |= u64::from(mask as u16) << (16 * i);
+    }
+    word
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn word_of(chunk: &[u8; 64], byte: u8) -> u64 {
+    chunk.iter().enumerate().fold(0, |word, (i, &b)| word | u64::from(b == byte) << i)
+}
+
+/// The first set bit of `words` at or after `from`.
+fn next_position(words: &[u64], from: usize) -> Option<usize> {
+    let mut index = from / 64;
+    let mut bits = words.get(index)? & (u64::MAX << (from % 64));
+    loop {
+        if bits != 0 {
+            return Some(index * 64 + bits.trailing_zeros() as usize);
+        }
+        index += 1;
+        bits = *words.get(index)?;
     }
 }
 
@@ -158,7 +207,7 @@ fn shape_line(line: &str, indented: bool, into: &mut Vec<u8>) {
     loop {
         let arrow = arrow(rest);
         let part = &rest[..arrow.unwrap_or(rest.len())];
-        match colon_space(part).filter(|&at| is_type_name(&part[..at])) {
+        match type_before_colon(part) {
             Some(at) => {
                 into.extend_from_slice(&part[..at]);
                 into.push(1);
@@ -174,6 +223,68 @@ fn shape_line(line: &str, indented: bool, into: &mut Vec<u8>) {
         }
     }
 }
+
+/// Where `part` has its first `: ` when the text before it is a type name (`is_type_name`):
+/// bytes that may be in a name are read through a table, and only a name with a byte beyond
+/// ASCII is searched and checked in full.
+fn type_before_colon(part: &[u8]) -> Option<usize> {
+    let name = name_length(part);
+    match part.get(name) {
+        // No `:` before this one, since `:` ends a name.
+        Some(b':') if part.get(name + 1) == Some(&b' ') => part.first().filter(|b| b.is_ascii_alphabetic() || **b == b'_').map(|_| name),
+        Some(b) if !b.is_ascii() => colon_space(part).filter(|&at| is_type_name(&part[..at])),
+        // Any other byte cannot be in a name, and the first `: ` is at it or after it.
+        _ => None,
+    }
+}
+
+/// How many bytes `part` starts with that may be in a type name: 16 at a time (SSE2, which
+/// every x86-64 CPU has), then through the table.
+fn name_length(part: &[u8]) -> usize {
+    let mut at = 0;
+    #[cfg(target_arch = "x86_64")]
+    while at + 16 <= part.len() {
+        let outside = !name_bytes(&part[at..at + 16]);
+        if outside != 0 {
+            return at + outside.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
+    at + part[at..].iter().position(|&b| !TYPE_NAME_BYTE[usize::from(b)]).unwrap_or(part.len() - at)
+}
+
+/// One bit for each of 16 bytes, set where the byte is one `TYPE_NAME_BYTE` allows.
+#[cfg(target_arch = "x86_64")]
+fn name_bytes(sixteen: &[u8]) -> u16 {
+    use std::arch::x86_64::*;
+    debug_assert_eq!(sixteen.len(), 16);
+    // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of `sixteen`, at any alignment.
+    unsafe {
+        let v = _mm_loadu_si128(sixteen.as_ptr().cast());
+        // A range [low, low + n) is the signed bytes below -128 + n once shifted to start at -128.
+        let within = |v: __m128i, low: u8, n: u8| {
+            let shifted = _mm_add_epi8(v, _mm_set1_epi8(128u8.wrapping_sub(low) as i8));
+            _mm_cmplt_epi8(shifted, _mm_set1_epi8((n as i8).wrapping_add(i8::MIN)))
+        };
+        let letter = within(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a', 26);
+        let digit = within(v, b'0', 10);
+        let is = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+        let sign = _mm_or_si128(_mm_or_si128(is(b'.'), is(b'_')), _mm_or_si128(_mm_or_si128(is(b'$'), is(b'+')), is(b'`')));
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), sign)) as u16
+    }
+}
+
+/// The ASCII bytes of a type name: letters, digits, `.`, `_`, `$`, `+` and a backquote.
+static TYPE_NAME_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'$' | b'+' | b'`');
+        b += 1;
+    }
+    table
+};
 
 /// A type name as `parse::exception_line` takes one: a letter or `_` first, then letters,
 /// digits, `.`, `_`, `$`, `+` or a backquote.
@@ -208,7 +319,7 @@ fn arrow(bytes: &[u8]) -> Option<usize> {
 mod tests {
     fn key(raw: &str) -> Option<Vec<u8>> {
         let mut into = Vec::new();
-        super::escaped_shape(raw, &mut into).then_some(into)
+        super::escaped_shape(raw, &mut into, &mut Vec::new()).then_some(into)
     }
 
     #[test]
@@ -227,5 +338,58 @@ mod tests {
         }
         assert_eq!(key(r#"x.Boom: a \u0020 b""#), None, "a \\u escape is not shaped");
         assert_eq!(key("no closing quote"), None);
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+
+    /// Random texts of the bytes these scans look for, and of a letter beyond ASCII.
+    fn texts(count: usize) -> Vec<Vec<u8>> {
+        let alphabet: Vec<&[u8]> = vec![b"a", b"Z", b"_", b"7", b".", b"$", b"+", b"`", b":", b" ", b": ", b"\\", b"-", b"(", b"\t", "é".as_bytes(), "ß".as_bytes(), "·".as_bytes()];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..count)
+            .map(|_| {
+                let len = (next() % 90) as usize;
+                let mut text = Vec::new();
+                while text.len() < len {
+                    let pick = next();
+                    // Runs of name bytes, so names of every length meet a colon.
+                    let piece = if pick % 3 == 0 { alphabet[(pick >> 8) as usize % alphabet.len()] } else { alphabet[(pick >> 8) as usize % 8] };
+                    text.extend_from_slice(piece);
+                }
+                text
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_type_before_its_colon_is_found_as_a_search_and_a_check_find_it() {
+        let mut found = 0;
+        for text in texts(100_000) {
+            let expected = colon_space(&text).filter(|&at| is_type_name(&text[..at]));
+            found += usize::from(expected.is_some());
+            assert_eq!(type_before_colon(&text), expected, "{:?}", String::from_utf8_lossy(&text));
+        }
+        assert!(found > 1_000, "only {found} texts held a type before a colon");
+    }
+
+    #[test]
+    fn backslashes_are_found_where_they_are() {
+        let mut words = Vec::new();
+        for text in texts(20_000) {
+            positions(&text, b'\\', &mut words);
+            for from in 0..=text.len() {
+                let expected = text[from.min(text.len())..].iter().position(|&b| b == b'\\').map(|i| from + i);
+                assert_eq!(next_position(&words, from), expected);
+            }
+        }
     }
 }
