@@ -50,6 +50,12 @@ pub struct Args {
     #[arg(long, default_value = "vision", value_name = "NAME|FILE")]
     profile: String,
 
+    /// Error categories as the output will be ranked with (a TOML file overriding the default
+    /// rules, as `rank --classification` takes): no token or number spells, or takes away,
+    /// what its rules look for in a message.
+    #[arg(long, value_name = "FILE")]
+    classification: Option<PathBuf>,
+
     /// The secret tokens are keyed with: a file of at least 16 bytes (surrounding whitespace
     /// ignored). Keep it to redact later dumps alike; never share it.
     #[arg(long, value_name = "KEY")]
@@ -71,8 +77,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let profile = Profile::load(&args.profile)?;
-    let keyed = Keyed::from_file(&args.key_file).map_err(|e| UsageError(format!("--key-file: {e:#}")))?;
+    let mut profile = Profile::load(&args.profile)?;
+    if let Some(path) = &args.classification {
+        profile = profile.with_classification(path).map_err(|e| UsageError(format!("{e:#}")))?;
+    }
+    let keyed = Keyed::from_file(&args.key_file).map_err(|e| UsageError(format!("--key-file: {e:#}")))?.guarding(&profile.classifier);
     let storage = Storage::new();
     let out_root = Location::parse(&args.output)?;
     if out_root.is_std() {

@@ -99,12 +99,6 @@ const DEPENDENCY_TYPES: [&str; 7] = [
     "MaxDeliveryAttemptsExceeded", "SDK_CLIENT_ERROR", "NO_PERMISSIONS",
 ];
 
-/// What the default rules look for in a message (lower case): a value replaced in a message
-/// must neither add one nor take one away, or its record changes category.
-pub fn message_patterns() -> impl Iterator<Item = &'static str> {
-    POISON_PATTERNS.into_iter().chain(TRANSIENT_PATTERNS)
-}
-
 impl Default for Classifier {
     /// The seed's rules: poison (types and patterns), validation (types), transient (types and
     /// patterns, which in the seed's production classifier include 503 and rate limits), with
@@ -188,6 +182,12 @@ impl Classifier {
             rule.backoff = o.backoff.or(rule.backoff.take());
         }
         Ok(classifier)
+    }
+
+    /// What the rules look for in a message (lower case), every category's: a value replaced
+    /// in a message must neither add one nor take one away, or its record changes category.
+    pub fn patterns(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().flat_map(|(_, rule)| rule.patterns.iter().map(String::as_str))
     }
 
     /// The first category (in `CATEGORIES` order) whose type names or message patterns match.

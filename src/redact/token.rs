@@ -3,12 +3,13 @@
 //! A token is shaped as the message templates treat what it replaces: a value stays a value.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::profile::classify::message_patterns;
+use crate::profile::classify::Classifier;
 
 /// The fewest bytes a key file may hold (after surrounding whitespace): 128 bits.
 pub const MIN_KEY_BYTES: usize = 16;
@@ -27,6 +28,41 @@ pub enum Shape {
 #[derive(Clone)]
 pub struct Keyed {
     mac: Hmac<Sha256>,
+    guard: Arc<Guard>,
+}
+
+/// What the classifier looks for in messages, as tokens and numbers could spell it: a value
+/// replaced in a message must neither add a pattern nor take one away, or its record changes
+/// category. Tokens are `[a-z0-9_]` only, so a pattern with any other byte is never spelled.
+struct Guard {
+    /// Patterns a value token could spell: across its `_`, or not two digits or two letters
+    /// together (a value token's body alternates them).
+    value: Vec<String>,
+    /// Patterns a word token could spell: across its `_`, or letters only.
+    word: Vec<String>,
+    /// Every pattern of `[a-z0-9_]`, which a token's kind may hold.
+    any: Vec<String>,
+    /// Numbers (`503`), which a number keeps where they are and never gains.
+    numbers: Vec<String>,
+}
+
+impl Guard {
+    fn of(classifier: &Classifier) -> Guard {
+        let spellable: Vec<&str> = classifier.patterns().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')).collect();
+        let across = |p: &str| p.contains('_');
+        let alternates = |p: &str| p.as_bytes().windows(2).all(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit());
+        let owned = |keep: &dyn Fn(&str) -> bool| spellable.iter().filter(|p| keep(p)).map(|p| p.to_string()).collect();
+        Guard {
+            value: owned(&|p| across(p) || alternates(p)),
+            word: owned(&|p| across(p) || p.bytes().all(|b| b.is_ascii_lowercase())),
+            any: owned(&|_| true),
+            numbers: classifier.patterns().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).map(str::to_string).collect(),
+        }
+    }
+}
+
+fn spells(patterns: &[String], text: &str) -> bool {
+    patterns.iter().any(|p| text.contains(p.as_str()))
 }
 
 impl Keyed {
@@ -40,8 +76,16 @@ impl Keyed {
         Ok(Keyed::new(key))
     }
 
+    /// A key whose tokens guard the default classification's patterns.
     pub fn new(key: &[u8]) -> Keyed {
-        Keyed { mac: Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length") }
+        Keyed { mac: Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length"), guard: Arc::new(Guard::of(&Classifier::default())) }
+    }
+
+    /// The same key, its tokens guarding `classifier`'s patterns (a classification file's,
+    /// as `rank --classification` will read the output with).
+    pub fn guarding(mut self, classifier: &Classifier) -> Keyed {
+        self.guard = Arc::new(Guard::of(classifier));
+        self
     }
 
     /// HMAC-SHA-256 of `value` under the key.
@@ -54,28 +98,37 @@ impl Keyed {
     /// The token of a text value: `kind_` and 16 characters of its digest.
     pub fn token(&self, kind: &'static str, value: &[u8], shape: Shape) -> String {
         let mut token = String::with_capacity(kind.len() + 17);
+        // A kind that holds a pattern itself (`email` where the rules look for `mail`) is left
+        // out: the token is its 16 characters alone.
         token.push_str(kind);
         token.push('_');
+        if spells(&self.guard.any, &token) {
+            token.clear();
+        }
+        let start = token.len();
+        let guarded = match shape {
+            Shape::Value => &self.guard.value,
+            Shape::Word => &self.guard.word,
+        };
         let mut digest = self.digest(value);
-        match shape {
-            // Digits and letters by turns: never two digits or two letters together, so no
-            // word or number a classifier looks for (`503`, `timeout`) is spelled by chance.
-            Shape::Value => {
-                for (i, &b) in digest[..16].iter().enumerate() {
-                    token.push(if i % 2 == 0 { (b'0' + b % 10) as char } else { (b'a' + b % 26) as char });
-                }
-            }
-            Shape::Word => {
-                let start = token.len();
-                for attempt in 1u32.. {
-                    token.truncate(start);
-                    token.extend(digest[..16].iter().map(|&b| (b'a' + b % 26) as char));
-                    if !message_patterns().any(|p| token[start..].contains(p)) {
-                        break;
+        for attempt in 1u32.. {
+            token.truncate(start);
+            match shape {
+                // Digits and letters by turns: never two digits or two letters together, so no
+                // word or number a classifier looks for (`503`, `timeout`) is spelled by chance.
+                Shape::Value => {
+                    for (i, &b) in digest[..16].iter().enumerate() {
+                        token.push(if i % 2 == 0 { (b'0' + b % 10) as char } else { (b'a' + b % 26) as char });
                     }
-                    digest = self.digest(&[value, &attempt.to_be_bytes()].concat());
                 }
+                Shape::Word => token.extend(digest[..16].iter().map(|&b| (b'a' + b % 26) as char)),
             }
+            // Drawn again in the rare case it spells a pattern anyway (a pattern of one letter
+            // is in nearly every draw: after 64, the draw stays).
+            if !spells(guarded, &token) || attempt >= 64 {
+                break;
+            }
+            digest = self.digest(&[value, &attempt.to_be_bytes()].concat());
         }
         token
     }
@@ -86,7 +139,8 @@ impl Keyed {
     /// a classifier looks for (`503`) in it stays where it was and none is added, so the
     /// number echoed in a message leaves the record's category as it was.
     pub fn number(&self, text: &str) -> String {
-        let kept = cues_in(text);
+        let cues = |text: &str| cues_in(&self.guard.numbers, text);
+        let kept = cues(text);
         let mut digest = self.digest(text.as_bytes());
         for attempt in 1u32.. {
             let mut out = digits_from(text, &digest).into_bytes();
@@ -94,7 +148,7 @@ impl Keyed {
                 out[at..at + len].copy_from_slice(&text.as_bytes()[at..at + len]);
             }
             let out = String::from_utf8(out).expect("ASCII");
-            if cues_in(&out) == kept || attempt >= 64 {
+            if cues(&out) == kept || attempt >= 64 {
                 return out;
             }
             digest = self.digest(&[text.as_bytes(), &attempt.to_be_bytes()].concat());
@@ -104,9 +158,9 @@ impl Keyed {
 }
 
 /// Where the classifier's numbers (`503`, `504`) stand in a number's text.
-fn cues_in(text: &str) -> Vec<(usize, usize)> {
+fn cues_in(numbers: &[String], text: &str) -> Vec<(usize, usize)> {
     let mut at = Vec::new();
-    for pattern in message_patterns().filter(|p| p.bytes().all(|b| b.is_ascii_digit())) {
+    for pattern in numbers {
         at.extend(text.match_indices(pattern).map(|(i, p)| (i, p.len())));
     }
     at.sort_unstable();
@@ -169,7 +223,8 @@ mod tests {
     #[test]
     fn tokens_leave_the_classifiers_words_as_they_were() {
         let k = Keyed::new(b"0123456789abcdef0123");
-        let spelled = |t: &str| message_patterns().filter(|p| t.contains(p)).collect::<Vec<_>>();
+        let defaults = Classifier::default();
+        let spelled = |t: &str| defaults.patterns().filter(|p| t.contains(p)).collect::<Vec<_>>();
         for i in 0..20_000u32 {
             let value = format!("v{i}");
             for shape in [Shape::Value, Shape::Word] {
@@ -180,6 +235,41 @@ mod tests {
                 assert_eq!(spelled(&k.number(&number)), spelled(&number), "{number}");
             }
         }
+    }
+
+    /// A classification file's own patterns are guarded as the defaults are: letters, digits
+    /// by turns, a number, a word across a token's `_`, and one inside a kind's name.
+    #[test]
+    fn tokens_leave_a_classification_files_words_as_they_were() {
+        let classifier = Classifier::parse(
+            r#"
+            [validation]
+            patterns = ["a1", "7q", "zz", "429", "mail", "x_5", "invalid email"]
+            [transient]
+            patterns = ["qk"]
+            "#,
+        )
+        .unwrap();
+        let k = Keyed::new(b"0123456789abcdef0123").guarding(&classifier);
+        let spelled = |t: &str| classifier.patterns().filter(|p| t.contains(p)).collect::<Vec<_>>();
+        for i in 0..20_000u32 {
+            let value = format!("v{i}");
+            for kind in ["x", "email", "name"] {
+                for shape in [Shape::Value, Shape::Word] {
+                    let token = k.token(kind, value.as_bytes(), shape);
+                    assert_eq!(spelled(&token), Vec::<&str>::new(), "{token}");
+                    // A kind holding no pattern still leads its token.
+                    assert_eq!(token.starts_with(&format!("{kind}_")), kind != "email", "{token}");
+                }
+            }
+            for number in [format!("{}", 1000 + i), format!("4290{i}"), format!("{i}42942")] {
+                assert_eq!(spelled(&k.number(&number)), spelled(&number), "{number}");
+            }
+        }
+        // Without the file's patterns, its words are spelled now and then: the test can fail.
+        let unguarded = Keyed::new(b"0123456789abcdef0123");
+        let spelled_unguarded = (0..20_000u32).filter(|i| !spelled(&unguarded.token("x", format!("v{i}").as_bytes(), Shape::Value)).is_empty()).count();
+        assert!(spelled_unguarded > 100, "{spelled_unguarded}");
     }
 
     #[test]
