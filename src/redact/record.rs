@@ -457,7 +457,8 @@ impl<'r> Redactor<'r> {
     /// `text` with the record's payload values and every detected value replaced, or None
     /// when nothing in it is.
     fn scrub(&mut self, text: &[u8], needles: &[Needle]) -> Option<Vec<u8>> {
-        let replaced = replace_needles(text, needles);
+        let keyed = &self.keyed;
+        let replaced = replace_needles(text, needles, |value| keyed.holds_pattern(value));
         let current = replaced.as_deref().unwrap_or(text);
         let found = detect::find(current);
         if found.is_empty() {
@@ -539,7 +540,9 @@ fn one_value(text: &str) -> bool {
 /// (after a space, quote or bracket; before one, or before a full stop ending a sentence),
 /// leftmost and longest first, replaced by its token. Not inside a dotted or slashed name:
 /// `billing` stays in `com.shop.billing.Handler`, which every record's trace holds alike.
-fn replace_needles(text: &[u8], needles: &[Needle]) -> Option<Vec<u8>> {
+/// Nor where `holds_pattern` says the needle holds what the classifier looks for (`Gateway
+/// Timeout`): replaced, it would take that from the message and change the record's category.
+fn replace_needles(text: &[u8], needles: &[Needle], holds_pattern: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
     let opens = |b: u8| b.is_ascii_whitespace() || b"\"'`([{<,;=".contains(&b);
     let closes = |b: u8| b.is_ascii_whitespace() || b"\"'`)]}>,;".contains(&b);
     let mut hits: Vec<(usize, usize, usize)> = Vec::new();
@@ -549,7 +552,7 @@ fn replace_needles(text: &[u8], needles: &[Needle]) -> Option<Vec<u8>> {
             let before = start.checked_sub(1).map(|p| text[p]);
             let after = text.get(end).copied();
             let ends_sentence = matches!(after, Some(b'.' | b':' | b'!' | b'?')) && text.get(end + 1).is_none_or(|b| b.is_ascii_whitespace());
-            if before.is_none_or(opens) && (after.is_none_or(closes) || ends_sentence) {
+            if before.is_none_or(opens) && (after.is_none_or(closes) || ends_sentence) && !holds_pattern(&needle.value) {
                 hits.push((start, end, i));
             }
         }
@@ -664,12 +667,30 @@ mod tests {
     #[test]
     fn a_payload_value_is_replaced_in_prose_not_inside_a_name() {
         let needles = [Needle { value: b"billing".to_vec(), token: b"T".to_vec() }, Needle { value: b"Jane Doe".to_vec(), token: b"N".to_vec() }];
-        let replaced = |text: &str| replace_needles(text.as_bytes(), &needles).map(|b| String::from_utf8(b).unwrap());
+        let replaced = |text: &str| replace_needles(text.as_bytes(), &needles, |_| false).map(|b| String::from_utf8(b).unwrap());
         assert_eq!(replaced("card declined for Jane Doe."), Some("card declined for N.".into()));
         assert_eq!(replaced("'Jane Doe' failed"), Some("'N' failed".into()));
         assert_eq!(replaced("at com.shop.billing.Handler"), None);
         assert_eq!(replaced("Jane Doesn't"), None);
         assert!(!is_needle(b"billing") && !is_needle(b"eu-west") && is_needle(b"Jane Doe") && is_needle(b"ord_1234"));
+    }
+
+    /// An echoed value holding what the classifier looks for stays, and the message's category
+    /// with it; the values beside it are replaced as ever.
+    #[test]
+    fn a_payload_value_holding_a_classifiers_word_stays_in_the_message() {
+        let profile = crate::profile::Profile::load("envelope").unwrap();
+        let rules = rules::from_profile(&profile);
+        let mut r = redactor(&rules);
+        let line = br#"{"id":"m-1","original_value":{"status":"Gateway Timeout","customer":"Jane Doe"},"error_message":"upstream said Gateway Timeout for Jane Doe","error_type":"HTTPError","last_failed_at":"2026-11-01T10:00:00Z"}"#;
+        let mut out = Vec::new();
+        r.record(line, &mut out).expect("a JSON record");
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        let message = v["error_message"].as_str().unwrap();
+        assert!(message.starts_with("upstream said Gateway Timeout for ") && !message.contains("Jane"), "{message}");
+        assert!(!v["original_value"]["status"].as_str().unwrap().contains("Timeout"), "the payload's own value is a token");
+        let classifier = crate::profile::classify::Classifier::default();
+        assert_eq!(classifier.classify("HTTPError", message), classifier.classify("HTTPError", "upstream said Gateway Timeout for Jane Doe"));
     }
 
     #[test]

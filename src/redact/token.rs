@@ -42,6 +42,8 @@ struct Guard {
     word: Vec<String>,
     /// Every pattern of `[a-z0-9_]`, which a token's kind may hold.
     any: Vec<String>,
+    /// Every pattern, which a value replaced whole would take away with it.
+    all: Vec<String>,
     /// Numbers (`503`), which a number keeps where they are and never gains.
     numbers: Vec<String>,
 }
@@ -56,6 +58,7 @@ impl Guard {
             value: owned(&|p| across(p) || alternates(p)),
             word: owned(&|p| across(p) || p.bytes().all(|b| b.is_ascii_lowercase())),
             any: owned(&|_| true),
+            all: classifier.patterns().filter(|p| !p.is_empty()).map(str::to_string).collect(),
             numbers: classifier.patterns().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).map(str::to_string).collect(),
         }
     }
@@ -86,6 +89,13 @@ impl Keyed {
     pub fn guarding(mut self, classifier: &Classifier) -> Keyed {
         self.guard = Arc::new(Guard::of(classifier));
         self
+    }
+
+    /// Whether `text` holds what the classifier looks for in a message (as it reads one: lower
+    /// case), so that replacing it whole would take that away.
+    pub fn holds_pattern(&self, text: &[u8]) -> bool {
+        let lower = String::from_utf8_lossy(text).to_lowercase();
+        spells(&self.guard.all, &lower)
     }
 
     /// HMAC-SHA-256 of `value` under the key.
