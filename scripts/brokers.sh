@@ -14,6 +14,20 @@ rabbit_env() {
   export RABBITMQ_CONFIG_FILE=$dir/rabbitmq/none RABBITMQ_ENABLED_PLUGINS_FILE=$dir/rabbitmq/enabled_plugins
 }
 
+# Processes whose command line holds $1, stopped (TERM, then KILL after 10 s). The test node's
+# Erlang VM is found by its epmd port and Redis by its address, both this script's alone: a
+# server an earlier run could not stop would hold its port and answer for the next run's.
+stop_processes() {
+  pgrep -f -- "$1" >/dev/null || return 0
+  pkill -f -- "$1" || true
+  for _ in $(seq 1 100); do
+    pgrep -f -- "$1" >/dev/null || return 0
+    sleep 0.1
+  done
+  pkill -9 -f -- "$1" || true
+}
+rabbit_vm() { echo "-epmd_port $(($1 + 2)) "; }
+
 case $cmd in
 start)
   amqp_port=$3 redis_port=$4
@@ -23,6 +37,9 @@ start)
     apt-get update -qq >/dev/null
     apt-get install -y -qq --no-install-recommends rabbitmq-server redis-server >/dev/null
   fi
+  # Servers an earlier run left on these ports, stopped first.
+  stop_processes "$(rabbit_vm "$amqp_port")"
+  stop_processes "redis-server 127.0.0.1:$redis_port"
   rm -rf "$dir" && mkdir -p "$dir/rabbitmq/mnesia" "$dir/rabbitmq/log" "$dir/redis"
   echo "[]." > "$dir/rabbitmq/enabled_plugins"
   echo "$amqp_port" > "$dir/amqp_port"
@@ -32,7 +49,9 @@ start)
   (rabbit_env "$amqp_port"; setsid /usr/lib/rabbitmq/bin/rabbitmq-server > "$dir/rabbitmq/server.log" 2>&1 &)
   for _ in $(seq 1 600); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$amqp_port") 2>/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null; then
-      exit 0
+      # Up when its own CLI reaches it, as the tests' vhosts will.
+      (rabbit_env "$amqp_port"; /usr/lib/rabbitmq/bin/rabbitmqctl await_startup --timeout 60 >/dev/null) && exit 0
+      break
     fi
     sleep 0.1
   done
@@ -44,7 +63,11 @@ stop)
     kill "$(cat "$dir/redis/redis.pid")" 2>/dev/null || true
   fi
   if [ -f "$dir/amqp_port" ]; then
-    (rabbit_env "$(cat "$dir/amqp_port")"; /usr/lib/rabbitmq/bin/rabbitmqctl stop >/dev/null 2>&1 || true; epmd -kill >/dev/null 2>&1 || true)
+    amqp_port=$(cat "$dir/amqp_port")
+    # `shutdown` returns once the VM has exited; a node it cannot reach is stopped by process.
+    (rabbit_env "$amqp_port"; /usr/lib/rabbitmq/bin/rabbitmqctl shutdown >/dev/null 2>&1 || true)
+    stop_processes "$(rabbit_vm "$amqp_port")"
+    (rabbit_env "$amqp_port"; epmd -kill >/dev/null 2>&1 || true)
   fi
   rm -rf "$dir"
   ;;
