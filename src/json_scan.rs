@@ -868,13 +868,7 @@ mod tests {
     /// where they are everywhere: all agree with a byte-by-byte search.
     #[test]
     fn every_kernel_finds_the_same_stop_byte() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut random = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = crate::testing::random(0x2545_f491_4f6c_dd1d);
         for round in 0..400 {
             let len = (random() % 200) as usize;
             // Mostly plain bytes (ASCII and UTF-8 high bytes); a stop byte one time in `rarity`.

@@ -28,5 +28,7 @@ pub mod state;
 pub mod storage;
 pub mod strict_json;
 pub mod temp;
+#[cfg(test)]
+mod testing;
 pub mod timestamp;
 pub mod values;

@@ -383,13 +383,8 @@ mod tests {
     fn texts_without_the_signs_hold_nothing() {
         let words: &[u8] = b"0123456789aAbBeEgGhikKlnNoOpPrRsStTuUxXyYzZ .-_@:=+()/\t\xc2\xa0";
         let numbers: &[u8] = b"0123456789012345678901234567890123456789 .-:()+AEfD";
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut random = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = crate::testing::random(0x9e37_79b9_7f4a_7c15);
+        let mut random = move |n: usize| (next() % n as u64) as usize;
         let mut texts: Vec<Vec<u8>> = Vec::new();
         for i in 0..200_000 {
             let alphabet = if i % 2 == 0 { words } else { numbers };

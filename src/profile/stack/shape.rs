@@ -348,13 +348,7 @@ mod scan_tests {
     /// Random texts of the bytes these scans look for, and of a letter beyond ASCII.
     fn texts(count: usize) -> Vec<Vec<u8>> {
         let alphabet: Vec<&[u8]> = vec![b"a", b"Z", b"_", b"7", b".", b"$", b"+", b"`", b":", b" ", b": ", b"\\", b"-", b"(", b"\t", "é".as_bytes(), "ß".as_bytes(), "·".as_bytes()];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::testing::random(0x9e37_79b9_7f4a_7c15);
         (0..count)
             .map(|_| {
                 let len = (next() % 90) as usize;
