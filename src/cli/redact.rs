@@ -51,8 +51,8 @@ pub struct Args {
     profile: String,
 
     /// Error categories as the output will be ranked with (a TOML file overriding the default
-    /// rules, as `rank --classification` takes): no token or number spells, or takes away,
-    /// what its rules look for in a message.
+    /// rules, as `rank --classification` takes): no token spells what its rules look for in a
+    /// message, and no number or echoed payload value replaced takes it away.
     #[arg(long, value_name = "FILE")]
     classification: Option<PathBuf>,
 
