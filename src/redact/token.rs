@@ -33,7 +33,8 @@ pub struct Keyed {
 
 /// What the classifier looks for in messages, as tokens and numbers could spell it: a value
 /// replaced in a message must neither add a pattern nor take one away, or its record changes
-/// category. Tokens are `[a-z0-9_]` only, so a pattern with any other byte is never spelled.
+/// category. Tokens are `[a-z0-9_]` only, so a pattern with any other byte is never spelled;
+/// nor is one byte guarded (it is in nearly every token and every message).
 struct Guard {
     /// Patterns a value token could spell: across its `_`, or not two digits or two letters
     /// together (a value token's body alternates them).
@@ -50,7 +51,7 @@ struct Guard {
 
 impl Guard {
     fn of(classifier: &Classifier) -> Guard {
-        let spellable: Vec<&str> = classifier.patterns().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')).collect();
+        let spellable: Vec<&str> = classifier.patterns().filter(|p| p.len() > 1 && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')).collect();
         let across = |p: &str| p.contains('_');
         let alternates = |p: &str| p.as_bytes().windows(2).all(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit());
         let owned = |keep: &dyn Fn(&str) -> bool| spellable.iter().filter(|p| keep(p)).map(|p| p.to_string()).collect();
@@ -58,8 +59,8 @@ impl Guard {
             value: owned(&|p| across(p) || alternates(p)),
             word: owned(&|p| across(p) || p.bytes().all(|b| b.is_ascii_lowercase())),
             any: owned(&|_| true),
-            all: classifier.patterns().filter(|p| !p.is_empty()).map(str::to_string).collect(),
-            numbers: classifier.patterns().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).map(str::to_string).collect(),
+            all: classifier.patterns().filter(|p| p.len() > 1).map(str::to_string).collect(),
+            numbers: classifier.patterns().filter(|p| p.len() > 1 && p.bytes().all(|b| b.is_ascii_digit())).map(str::to_string).collect(),
         }
     }
 }
@@ -133,8 +134,7 @@ impl Keyed {
                 }
                 Shape::Word => token.extend(digest[..16].iter().map(|&b| (b'a' + b % 26) as char)),
             }
-            // Drawn again in the rare case it spells a pattern anyway (a pattern of one letter
-            // is in nearly every draw: after 64, the draw stays).
+            // Drawn again in the rare case it spells a pattern anyway (after 64, the last stays).
             if !spells(guarded, &token) || attempt >= 64 {
                 break;
             }
@@ -280,6 +280,17 @@ mod tests {
         let unguarded = Keyed::new(b"0123456789abcdef0123");
         let spelled_unguarded = (0..20_000u32).filter(|i| !spelled(&unguarded.token("x", format!("v{i}").as_bytes(), Shape::Value)).is_empty()).count();
         assert!(spelled_unguarded > 100, "{spelled_unguarded}");
+    }
+
+    /// A pattern of one byte is in nearly every value: guarding it would keep echoes in the
+    /// clear and draw every token 64 times, so it is not guarded.
+    #[test]
+    fn a_pattern_of_one_byte_is_not_guarded() {
+        let classifier = Classifier::parse("[poison]\npatterns = [\"e\", \"5\"]\n").unwrap();
+        let k = Keyed::new(b"0123456789abcdef0123").guarding(&classifier);
+        assert!(!k.holds_pattern(b"Jane Doe"));
+        assert_ne!(k.number("5555"), "5555");
+        assert!(k.token("name", b"Jane Doe", Shape::Word).starts_with("name_"));
     }
 
     #[test]
