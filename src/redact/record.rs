@@ -305,7 +305,7 @@ impl<'r> Redactor<'r> {
                     Mode::Token(kind) => {
                         let token = self.keyed.number(text);
                         out.extend_from_slice(token.as_bytes());
-                        if !matches!(kind, "key" | "header") && text.bytes().filter(u8::is_ascii_digit).count() >= MIN_NEEDLE {
+                        if echoed(kind) && is_number_needle(text) {
                             pending.needles.push(Needle { value: text.as_bytes().to_vec(), token: token.into_bytes() });
                         }
                     }
@@ -344,7 +344,7 @@ impl<'r> Redactor<'r> {
                 }
                 let token = self.string_token(kind, &text);
                 push_string(out, token.as_bytes());
-                if !matches!(kind, "key" | "header") && is_needle(&text) {
+                if echoed(kind) && is_needle(&text) {
                     self.inner_values(&text, &mut pending.needles);
                     pending.needles.push(Needle { value: text.into_owned(), token: token.into_bytes() });
                 }
@@ -599,13 +599,24 @@ fn is_needle(value: &[u8]) -> bool {
     value.len() >= MIN_NEEDLE && !value.iter().all(|b| b.is_ascii_lowercase() || matches!(b, b'-' | b'_'))
 }
 
+/// A number looked for in the record's text: `MIN_NEEDLE` digits at least.
+fn is_number_needle(text: &str) -> bool {
+    text.bytes().filter(u8::is_ascii_digit).count() >= MIN_NEEDLE
+}
+
+/// Whether a token's value of this kind is looked for in the record's texts: the payload's
+/// and personal fields' are, the origin key's and headers' are not (docs/redact.md).
+fn echoed(kind: &str) -> bool {
+    !matches!(kind, "key" | "header")
+}
+
 /// The strings (at least `MIN_NEEDLE` bytes) and numbers (as many digits) of a JSON value.
 fn leaf_texts(value: &Value, out: &mut Vec<(String, bool)>) {
     match value {
         Value::String(s) if is_needle(s.as_bytes()) => out.push((s.clone(), false)),
         Value::Number(n) => {
             let text = n.to_string();
-            if text.bytes().filter(u8::is_ascii_digit).count() >= MIN_NEEDLE {
+            if is_number_needle(&text) {
                 out.push((text, true));
             }
         }
