@@ -69,10 +69,12 @@ fn exception_line(line: &str) -> Option<(&str, &str)> {
         Some((name, code)) if code.ends_with(']') && !code.contains(' ') => name,
         _ => kind,
     };
-    let is_type = !kind.is_empty()
-        && kind.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-        && kind.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '$' | '+' | '`'));
-    is_type.then_some((kind, message))
+    is_type_name(kind).then_some((kind, message))
+}
+
+/// A type name: a letter or `_` first, then letters, digits, `.`, `_`, `$`, `+` or a backquote.
+pub(super) fn is_type_name(kind: &str) -> bool {
+    kind.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && kind.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '$' | '+' | '`'))
 }
 
 /// Java, .NET and Node: frames written `at …`. The exception lines between them say which

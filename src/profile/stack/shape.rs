@@ -140,8 +140,13 @@ fn positions(bytes: &[u8], byte: u8, into: &mut Vec<u64>) {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        into.push(rest.iter().enumerate().fold(0, |word, (i, &b)| word | u64::from(b == byte) << i));
+        into.push(word_of_bytes(rest, byte));
     }
+}
+
+/// `positions` of up to 64 bytes, a byte at a time.
+fn word_of_bytes(bytes: &[u8], byte: u8) -> u64 {
+    bytes.iter().enumerate().fold(0, |word, (i, &b)| word | u64::from(b == byte) << i)
 }
 
 /// `positions` of 64 bytes: four 16-byte compares (SSE2, which every x86-64 CPU has).
@@ -159,7 +164,7 @@ fn word_of(chunk: &[u8; 64], byte: u8) -> u64 {
 
 #[cfg(not(target_arch = "x86_64"))]
 fn word_of(chunk: &[u8; 64], byte: u8) -> u64 {
-    chunk.iter().enumerate().fold(0, |word, (i, &b)| word | u64::from(b == byte) << i)
+    word_of_bytes(chunk, byte)
 }
 
 /// The first set bit of `words` at or after `from`.
@@ -286,16 +291,10 @@ static TYPE_NAME_BYTE: [bool; 256] = {
     table
 };
 
-/// A type name as `parse::exception_line` takes one: a letter or `_` first, then letters,
-/// digits, `.`, `_`, `$`, `+` or a backquote.
+/// A type name as `parse::exception_line` takes one (a name in ASCII alone is read through
+/// `TYPE_NAME_BYTE` by `type_before_colon`, which calls this for the others).
 fn is_type_name(bytes: &[u8]) -> bool {
-    if bytes.is_ascii() {
-        let part = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'$' | b'+' | b'`');
-        return bytes.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') && bytes.iter().all(part);
-    }
-    std::str::from_utf8(bytes).is_ok_and(|kind| {
-        kind.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && kind.chars().all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '$' | '+' | '`'))
-    })
+    std::str::from_utf8(bytes).is_ok_and(super::parse::is_type_name)
 }
 
 /// Where the first `: ` of `bytes` starts.
