@@ -51,16 +51,17 @@ struct Guard {
 
 impl Guard {
     fn of(classifier: &Classifier) -> Guard {
-        let spellable: Vec<&str> = classifier.patterns().filter(|p| p.len() > 1 && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')).collect();
+        let guarded: Vec<&str> = classifier.patterns().filter(|p| p.len() > 1).collect();
+        let owned = |keep: &dyn Fn(&str) -> bool| guarded.iter().filter(|p| keep(p)).map(|p| p.to_string()).collect();
+        let spellable = |p: &str| p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
         let across = |p: &str| p.contains('_');
         let alternates = |p: &str| p.as_bytes().windows(2).all(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit());
-        let owned = |keep: &dyn Fn(&str) -> bool| spellable.iter().filter(|p| keep(p)).map(|p| p.to_string()).collect();
         Guard {
-            value: owned(&|p| across(p) || alternates(p)),
-            word: owned(&|p| across(p) || p.bytes().all(|b| b.is_ascii_lowercase())),
-            any: owned(&|_| true),
-            all: classifier.patterns().filter(|p| p.len() > 1).map(str::to_string).collect(),
-            numbers: classifier.patterns().filter(|p| p.len() > 1 && p.bytes().all(|b| b.is_ascii_digit())).map(str::to_string).collect(),
+            value: owned(&|p| spellable(p) && (across(p) || alternates(p))),
+            word: owned(&|p| spellable(p) && (across(p) || p.bytes().all(|b| b.is_ascii_lowercase()))),
+            any: owned(&spellable),
+            all: owned(&|_| true),
+            numbers: owned(&|p| p.bytes().all(|b| b.is_ascii_digit())),
         }
     }
 }
