@@ -23,6 +23,8 @@ struct Detector {
     group: usize,
     /// What a text must show for the pattern to be tried at all.
     gate: Gate,
+    /// Cards, IBANs and phones hold seven digits at least.
+    seven_digits: bool,
     confirm: fn(&[u8]) -> Option<usize>,
 }
 
@@ -31,7 +33,8 @@ fn whole(value: &[u8]) -> Option<usize> {
 }
 
 fn detector(kind: &'static str, pattern: &str, group: usize, gate: Gate, confirm: fn(&[u8]) -> Option<usize>) -> Detector {
-    Detector { kind, pattern: Regex::new(pattern).expect("detector patterns compile"), group, gate, confirm }
+    let seven_digits = matches!(kind, "card" | "iban" | "phone");
+    Detector { kind, pattern: Regex::new(pattern).expect("detector patterns compile"), group, gate, seven_digits, confirm }
 }
 
 /// In the order they claim text: a secret's shape is more specific than the numbers in it.
@@ -62,7 +65,7 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             "phone",
             r"\+[0-9][0-9 ().-]{6,20}[0-9]|\(?\b[0-9]{3}\)?[ .-]?[0-9]{3}[ .-][0-9]{4}\b|\b0[0-9]{1,4}[ -][0-9]{3,4}[ -]?[0-9]{3,4}\b|\b[2-9][0-9]{2}[2-9][0-9]{6}\b",
             0,
-            Gate::DigitRun(7),
+            Gate::PhoneDigits,
             phone,
         ),
         // Eight groups, or fewer around a `::` (a time `10:30:00` is neither).
@@ -94,6 +97,10 @@ enum Gate {
     KeyPrefix,
     /// A run of digits, spaces and `().+-` holding this many digits.
     DigitRun(usize),
+    /// What every phone pattern holds: a `+` before a digit, ten digits together, or two
+    /// groups of digits (two, then three at least) with one space, dot or dash between
+    /// (a date `2026-11-02` or a time is none of these).
+    PhoneDigits,
     /// A word starting with two capitals and two digits (an IBAN's country and check digits).
     Iban,
     /// A `::`, or seven colons.
@@ -107,6 +114,9 @@ enum Gate {
 struct Signs {
     digits: usize,
     digit_run: usize,
+    plus_digit: bool,
+    ten_digits: bool,
+    digit_groups: bool,
     pem: bool,
     jwt: bool,
     at: bool,
@@ -128,6 +138,11 @@ impl Signs {
         let mut signs = Signs::default();
         let at = |j: usize| text.get(j).copied().unwrap_or(0);
         let mut run = 0;
+        // The digits together so far, and whether the group follows another of two digits at
+        // least and one space, dot or dash (`armed`: the byte just read is that separator).
+        let mut group = 0;
+        let mut after_group = false;
+        let mut armed = false;
         let mut in_word = false;
         let mut i = 0;
         while i < text.len() {
@@ -137,6 +152,8 @@ impl Signs {
                 // Inside a word (most of a text): nothing to see but that a run of digits ended.
                 signs.digit_run = signs.digit_run.max(run);
                 run = 0;
+                group = 0;
+                armed = false;
                 while text.get(i).is_some_and(u8::is_ascii_lowercase) {
                     i += 1;
                 }
@@ -146,9 +163,17 @@ impl Signs {
             if b.is_ascii_digit() {
                 signs.digits += 1;
                 run += 1;
+                if group == 0 {
+                    after_group = armed;
+                }
+                group += 1;
+                signs.ten_digits |= group >= 10;
+                signs.digit_groups |= after_group && group >= 3;
                 in_word = true;
                 continue;
             }
+            armed = group >= 2 && matches!(b, b' ' | b'.' | b'-');
+            group = 0;
             if !matches!(b, b' ' | b'(' | b')' | b'.' | b'+' | b'-') {
                 signs.digit_run = signs.digit_run.max(run);
                 run = 0;
@@ -168,6 +193,7 @@ impl Signs {
                 }
                 b'.' if i > 0 && text[i - 1].is_ascii_digit() && at(i + 1).is_ascii_digit() => signs.dotted_digits += 1,
                 b'@' => signs.at = true,
+                b'+' => signs.plus_digit |= at(i + 1).is_ascii_digit(),
                 b'-' if at(i + 1) == b'-' => signs.pem |= text[i..].starts_with(b"-----BEGIN"),
                 // A keyword may be written with a letter Unicode folds to `k` or `s`.
                 0x80.. => signs.keyword = true,
@@ -200,6 +226,7 @@ impl Gate {
             Gate::Keyword => signs.keyword,
             Gate::KeyPrefix => signs.key_prefix,
             Gate::DigitRun(digits) => signs.digit_run >= digits,
+            Gate::PhoneDigits => signs.plus_digit || signs.ten_digits || signs.digit_groups,
             Gate::Iban => signs.iban,
             Gate::Colons => signs.double_colon || signs.colons >= 7,
             Gate::DottedDigits => signs.dotted_digits >= 3,
@@ -226,8 +253,7 @@ fn found_by(text: &[u8], digits: usize, tried: impl Fn(&Detector) -> bool) -> Ve
         }
     };
     for d in DETECTORS.iter() {
-        // Cards, IBANs and phones hold seven digits at least.
-        if (matches!(d.kind, "card" | "iban" | "phone") && digits < 7) || !tried(d) {
+        if (d.seven_digits && digits < 7) || !tried(d) {
             continue;
         }
         if d.group == 0 {
