@@ -38,36 +38,50 @@ pub struct Keyed {
 struct Guard {
     /// Patterns a value token could spell: across its `_`, or not two digits or two letters
     /// together (a value token's body alternates them).
-    value: Vec<String>,
+    value: Patterns,
     /// Patterns a word token could spell: across its `_`, or letters only.
-    word: Vec<String>,
+    word: Patterns,
     /// Every pattern of `[a-z0-9_]`, which a token's kind may hold.
-    any: Vec<String>,
+    any: Patterns,
     /// Every pattern, which a value replaced whole would take away with it.
-    all: Vec<String>,
+    all: Patterns,
     /// Numbers (`503`), which a number keeps where they are and never gains.
     numbers: Vec<String>,
+    numbers_found: Patterns,
 }
 
 impl Guard {
     fn of(classifier: &Classifier) -> Guard {
         let guarded: Vec<&str> = classifier.patterns().filter(|p| p.len() > 1).collect();
-        let owned = |keep: &dyn Fn(&str) -> bool| guarded.iter().filter(|p| keep(p)).map(|p| p.to_string()).collect();
+        let owned = |keep: &dyn Fn(&str) -> bool| -> Vec<String> { guarded.iter().filter(|p| keep(p)).map(|p| p.to_string()).collect() };
         let spellable = |p: &str| p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
         let across = |p: &str| p.contains('_');
         let alternates = |p: &str| p.as_bytes().windows(2).all(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit());
+        let numbers = owned(&|p| p.bytes().all(|b| b.is_ascii_digit()));
         Guard {
-            value: owned(&|p| spellable(p) && (across(p) || alternates(p))),
-            word: owned(&|p| spellable(p) && (across(p) || p.bytes().all(|b| b.is_ascii_lowercase()))),
-            any: owned(&spellable),
-            all: owned(&|_| true),
-            numbers: owned(&|p| p.bytes().all(|b| b.is_ascii_digit())),
+            value: Patterns::of(&owned(&|p| spellable(p) && (across(p) || alternates(p)))),
+            word: Patterns::of(&owned(&|p| spellable(p) && (across(p) || p.bytes().all(|b| b.is_ascii_lowercase())))),
+            any: Patterns::of(&owned(&spellable)),
+            all: Patterns::of(&owned(&|_| true)),
+            numbers_found: Patterns::of(&numbers),
+            numbers,
         }
     }
 }
 
-fn spells(patterns: &[String], text: &str) -> bool {
-    patterns.iter().any(|p| text.contains(p.as_str()))
+/// Patterns looked for together, in one pass over a text (a token is checked each time one
+/// is drawn: one automaton costs less than a search for each pattern).
+struct Patterns(Option<aho_corasick::AhoCorasick>);
+
+impl Patterns {
+    fn of(patterns: &[String]) -> Patterns {
+        Patterns((!patterns.is_empty()).then(|| aho_corasick::AhoCorasick::new(patterns).expect("a few short patterns build")))
+    }
+
+    /// Whether `text` holds one of the patterns.
+    fn spelled_in(&self, text: &[u8]) -> bool {
+        self.0.as_ref().is_some_and(|found| found.is_match(text))
+    }
 }
 
 impl Keyed {
@@ -96,8 +110,11 @@ impl Keyed {
     /// Whether `text` holds what the classifier looks for in a message (as it reads one: lower
     /// case), so that replacing it whole would take that away.
     pub fn holds_pattern(&self, text: &[u8]) -> bool {
+        if text.is_ascii() {
+            return self.guard.all.spelled_in(&text.to_ascii_lowercase());
+        }
         let lower = String::from_utf8_lossy(text).to_lowercase();
-        spells(&self.guard.all, &lower)
+        self.guard.all.spelled_in(lower.as_bytes())
     }
 
     /// HMAC-SHA-256 of `value` under the key.
@@ -114,7 +131,7 @@ impl Keyed {
         // out: the token is its 16 characters alone.
         token.push_str(kind);
         token.push('_');
-        if spells(&self.guard.any, &token) {
+        if self.guard.any.spelled_in(token.as_bytes()) {
             token.clear();
         }
         let start = token.len();
@@ -136,7 +153,7 @@ impl Keyed {
                 Shape::Word => token.extend(digest[..16].iter().map(|&b| (b'a' + b % 26) as char)),
             }
             // Drawn again in the rare case it spells a pattern anyway (after 64, the last stays).
-            if !spells(guarded, &token) || attempt >= 64 {
+            if !guarded.spelled_in(token.as_bytes()) || attempt >= 64 {
                 break;
             }
             digest = self.digest(&[value, &attempt.to_be_bytes()].concat());
@@ -150,7 +167,7 @@ impl Keyed {
     /// a classifier looks for (`503`) in it stays where it was and none is added, so the
     /// number echoed in a message leaves the record's category as it was.
     pub fn number(&self, text: &str) -> String {
-        let cues = |text: &str| cues_in(&self.guard.numbers, text);
+        let cues = |text: &str| if self.guard.numbers_found.spelled_in(text.as_bytes()) { cues_in(&self.guard.numbers, text) } else { Vec::new() };
         let kept = cues(text);
         let mut digest = self.digest(text.as_bytes());
         for attempt in 1u32.. {
