@@ -400,6 +400,10 @@ impl<'a> Parser<'a> {
             // SAFETY: the whole text is UTF-8 and both ends are at characters.
             return at_char(start).then(|| unsafe { std::str::from_utf8_unchecked(bytes) });
         }
+        if bytes.is_ascii() {
+            // SAFETY: ASCII is UTF-8 (most strings, member names above all: checked at once).
+            return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
         simdutf8::basic::from_utf8(bytes).ok()
     }
 

@@ -531,7 +531,7 @@ fn one_value(text: &str) -> bool {
     let b = text.as_bytes();
     !template::is_device_name(text)
         && b.iter().any(u8::is_ascii_digit)
-        && !text.contains("...")
+        && !b.windows(3).any(|w| w == b"...")
         && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'+' | b'/' | b'@' | b'#'))
         && !b.starts_with(b"/")
 }
