@@ -138,40 +138,43 @@ impl Signs {
         let mut signs = Signs::default();
         let at = |j: usize| text.get(j).copied().unwrap_or(0);
         let mut run = 0;
-        // The digits together so far, and whether the group follows another of two digits at
-        // least and one space, dot or dash (`armed`: the byte just read is that separator).
+        // The last digits together, and whether the byte just read is one space, dot or dash
+        // after two of them at least (`armed`: the next digits would follow such a group).
         let mut group = 0;
-        let mut after_group = false;
         let mut armed = false;
         let mut in_word = false;
         let mut i = 0;
         while i < text.len() {
             let b = text[i];
             i += 1;
-            if b.is_ascii_lowercase() && in_word {
+            let letter = |b: &u8| b.is_ascii_alphabetic() || *b == b'_';
+            if in_word && letter(&b) {
                 // Inside a word (most of a text): nothing to see but that a run of digits ended.
                 signs.digit_run = signs.digit_run.max(run);
                 run = 0;
                 group = 0;
                 armed = false;
-                while text.get(i).is_some_and(u8::is_ascii_lowercase) {
+                while text.get(i).is_some_and(letter) {
                     i += 1;
                 }
                 continue;
             }
-            let i = i - 1;
             if b.is_ascii_digit() {
-                signs.digits += 1;
-                run += 1;
-                if group == 0 {
-                    after_group = armed;
+                // The digits together, read at once.
+                let start = i - 1;
+                while text.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
                 }
-                group += 1;
+                let digits = i - start;
+                signs.digits += digits;
+                run += digits;
+                group = digits;
                 signs.ten_digits |= group >= 10;
-                signs.digit_groups |= after_group && group >= 3;
+                signs.digit_groups |= armed && group >= 3;
                 in_word = true;
                 continue;
             }
+            let i = i - 1;
             armed = group >= 2 && matches!(b, b' ' | b'.' | b'-');
             group = 0;
             if !matches!(b, b' ' | b'(' | b')' | b'.' | b'+' | b'-') {
