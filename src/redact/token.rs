@@ -75,7 +75,9 @@ struct Patterns(Option<aho_corasick::AhoCorasick>);
 
 impl Patterns {
     fn of(patterns: &[String]) -> Patterns {
-        Patterns((!patterns.is_empty()).then(|| aho_corasick::AhoCorasick::new(patterns).expect("a few short patterns build")))
+        // A DFA without a prefilter: the texts are tokens, a few bytes each.
+        let build = || aho_corasick::AhoCorasick::builder().kind(Some(aho_corasick::AhoCorasickKind::DFA)).prefilter(false).build(patterns).expect("a few short patterns build");
+        Patterns((!patterns.is_empty()).then(build))
     }
 
     /// Whether `text` holds one of the patterns.
