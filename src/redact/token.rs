@@ -28,7 +28,52 @@ pub enum Shape {
 #[derive(Clone)]
 pub struct Keyed {
     mac: Hmac<Sha256>,
+    /// SHA-256's state after the key's inner and outer pads: HMAC of a value that fits one
+    /// block is one compression from each (most values: an id, a name, a number).
+    inner: [u32; 8],
+    outer: [u32; 8],
     guard: Arc<Guard>,
+}
+
+/// SHA-256's initial state (FIPS 180-4, 5.3.3).
+const SHA256_INITIAL: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+
+/// The longest value whose padded inner message (after the pad's block) fits one block.
+const ONE_BLOCK: usize = 55;
+
+/// SHA-256's state after the key block XOR `pad` (RFC 2104: a key longer than a block is its
+/// digest first).
+fn padded_state(key: &[u8], pad: u8) -> [u32; 8] {
+    use sha2::Digest;
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    block.iter_mut().for_each(|b| *b ^= pad);
+    let mut state = SHA256_INITIAL;
+    sha2::compress256(&mut state, &[block.into()]);
+    state
+}
+
+/// One compression of `message` (at most `ONE_BLOCK` bytes, after `prefix` bytes already
+/// compressed into `state`), padded as SHA-256 pads a message's last block.
+fn last_block(mut state: [u32; 8], message: &[u8], prefix: usize) -> [u32; 8] {
+    let mut block = [0u8; 64];
+    block[..message.len()].copy_from_slice(message);
+    block[message.len()] = 0x80;
+    block[56..].copy_from_slice(&(((prefix + message.len()) * 8) as u64).to_be_bytes());
+    sha2::compress256(&mut state, &[block.into()]);
+    state
+}
+
+fn state_bytes(state: &[u32; 8]) -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    for (chunk, word) in bytes.chunks_exact_mut(4).zip(state) {
+        chunk.copy_from_slice(&word.to_be_bytes());
+    }
+    bytes
 }
 
 /// What the classifier looks for in messages, as tokens and numbers could spell it: a value
@@ -99,7 +144,12 @@ impl Keyed {
 
     /// A key whose tokens guard the default classification's patterns.
     pub fn new(key: &[u8]) -> Keyed {
-        Keyed { mac: Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length"), guard: Arc::new(Guard::of(&Classifier::default())) }
+        Keyed {
+            mac: Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length"),
+            inner: padded_state(key, 0x36),
+            outer: padded_state(key, 0x5c),
+            guard: Arc::new(Guard::of(&Classifier::default())),
+        }
     }
 
     /// The same key, its tokens guarding `classifier`'s patterns (a classification file's,
@@ -121,6 +171,10 @@ impl Keyed {
 
     /// HMAC-SHA-256 of `value` under the key.
     fn digest(&self, value: &[u8]) -> [u8; 32] {
+        if value.len() <= ONE_BLOCK {
+            let inner = state_bytes(&last_block(self.inner, value, 64));
+            return state_bytes(&last_block(self.outer, &inner, 64));
+        }
         let mut mac = self.mac.clone();
         mac.update(value);
         mac.finalize().into_bytes().into()
@@ -232,6 +286,28 @@ mod tests {
         assert!(t.as_bytes()[6].is_ascii_digit());
         let w = a.token("name", b"Jane Doe", Shape::Word);
         assert!(w["name_".len()..].bytes().all(|b| b.is_ascii_lowercase()), "{w}");
+    }
+
+    /// The one-block digest is HMAC-SHA-256 as the hmac crate computes it: keys short, of a
+    /// block and longer than one, values of every length around the one-block limit.
+    #[test]
+    fn digests_are_hmac_sha256() {
+        let mut next = crate::testing::random(0x5851_f42d_4c95_7f2d);
+        for key_len in [16, 20, 32, 63, 64, 65, 100, 200] {
+            let key: Vec<u8> = (0..key_len).map(|_| next() as u8).collect();
+            let keyed = Keyed::new(&key);
+            for len in 0..=130 {
+                let value: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+                mac.update(&value);
+                let want: [u8; 32] = mac.finalize().into_bytes().into();
+                assert_eq!(keyed.digest(&value), want, "key {key_len} bytes, value {len}");
+            }
+        }
+        // RFC 4231, test case 2.
+        let want = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+        let got: String = Keyed::new(b"Jefe").digest(b"what do ya want for nothing?").iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, want);
     }
 
     #[test]
