@@ -38,7 +38,9 @@ impl Node {
 
     /// The child for a member name, or for an element: by index, else by its header's name.
     pub fn member(&self, name: &[u8]) -> Option<&Node> {
-        self.children.iter().find(|(s, _)| matches!(s, Step::Key(k) if k.as_bytes() == name)).map(|(_, n)| n)
+        // Asked for each member of each record: the first byte tells most names apart.
+        let same = |k: &str| k.len() == name.len() && k.as_bytes().first() == name.first() && k.as_bytes() == name;
+        self.children.iter().find(|(s, _)| matches!(s, Step::Key(k) if same(k))).map(|(_, n)| n)
     }
 
     fn at(&mut self, path: &[Step]) -> &mut Node {
