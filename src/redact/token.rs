@@ -90,7 +90,8 @@ struct Guard {
     any: Patterns,
     /// Every pattern, which a value replaced whole would take away with it.
     all: Patterns,
-    /// Numbers (`503`), which a number keeps where they are and never gains.
+    /// Numbers (`503`), which a number keeps where they are and never gains; and the same
+    /// as one automaton, which tells at once that a number holds none.
     numbers: Vec<String>,
     numbers_found: Patterns,
 }
@@ -111,6 +112,20 @@ impl Guard {
             numbers_found: Patterns::of(&numbers),
             numbers,
         }
+    }
+
+    /// Where the classifier's numbers (`503`, `504`) stand in a number's text (each number's
+    /// matches as `match_indices` finds them; the automaton only says whether there are any).
+    fn cues_in(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut at = Vec::new();
+        if !self.numbers_found.spelled_in(text.as_bytes()) {
+            return at;
+        }
+        for pattern in &self.numbers {
+            at.extend(text.match_indices(pattern.as_str()).map(|(i, p)| (i, p.len())));
+        }
+        at.sort_unstable();
+        at
     }
 }
 
@@ -223,8 +238,7 @@ impl Keyed {
     /// a classifier looks for (`503`) in it stays where it was and none is added, so the
     /// number echoed in a message leaves the record's category as it was.
     pub fn number(&self, text: &str) -> String {
-        let cues = |text: &str| if self.guard.numbers_found.spelled_in(text.as_bytes()) { cues_in(&self.guard.numbers, text) } else { Vec::new() };
-        let kept = cues(text);
+        let kept = self.guard.cues_in(text);
         let mut digest = self.digest(text.as_bytes());
         for attempt in 1u32.. {
             let mut out = digits_from(text, &digest).into_bytes();
@@ -232,23 +246,13 @@ impl Keyed {
                 out[at..at + len].copy_from_slice(&text.as_bytes()[at..at + len]);
             }
             let out = String::from_utf8(out).expect("ASCII");
-            if cues(&out) == kept || attempt >= 64 {
+            if self.guard.cues_in(&out) == kept || attempt >= 64 {
                 return out;
             }
             digest = self.digest(&[text.as_bytes(), &attempt.to_be_bytes()].concat());
         }
         unreachable!("the loop returns")
     }
-}
-
-/// Where the classifier's numbers (`503`, `504`) stand in a number's text.
-fn cues_in(numbers: &[String], text: &str) -> Vec<(usize, usize)> {
-    let mut at = Vec::new();
-    for pattern in numbers {
-        at.extend(text.match_indices(pattern).map(|(i, p)| (i, p.len())));
-    }
-    at.sort_unstable();
-    at
 }
 
 /// `text` with each digit replaced by one of `digest`'s.
