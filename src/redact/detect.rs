@@ -144,10 +144,10 @@ impl Signs {
         let mut armed = false;
         let mut in_word = false;
         let mut i = 0;
+        let letter = |b: &u8| b.is_ascii_alphabetic() || *b == b'_';
         while i < text.len() {
             let b = text[i];
             i += 1;
-            let letter = |b: &u8| b.is_ascii_alphabetic() || *b == b'_';
             if in_word && letter(&b) {
                 // Inside a word (most of a text): nothing to see but that a run of digits ended.
                 signs.digit_run = signs.digit_run.max(run);
@@ -207,6 +207,23 @@ impl Signs {
         signs
     }
 
+    /// The gates these signs open, one bit each: most texts open none, and are done.
+    fn open(&self) -> u16 {
+        let gates = [
+            (Gate::PemHeader, self.pem),
+            (Gate::JwtStart, self.jwt),
+            (Gate::At, self.at),
+            (Gate::Keyword, self.keyword),
+            (Gate::KeyPrefix, self.key_prefix),
+            (Gate::CardDigits, self.digit_run >= 13),
+            (Gate::PhoneDigits, self.plus_digit || self.ten_digits || self.digit_groups),
+            (Gate::Iban, self.iban),
+            (Gate::Colons, self.double_colon || self.colons >= 7),
+            (Gate::DottedDigits, self.dotted_digits >= 3),
+        ];
+        gates.into_iter().fold(0, |open, (gate, is_open)| open | if is_open { gate.bit() } else { 0 })
+    }
+
     /// What a word starting with `a b c d` may be the start of.
     fn word_start(&mut self, a: u8, b: u8, c: u8, d: u8) {
         let lower = [a | 0x20, b | 0x20, c | 0x20];
@@ -224,25 +241,6 @@ impl Gate {
     /// The gate's bit in `Signs::open`.
     fn bit(self) -> u16 {
         1 << self as u16
-    }
-}
-
-impl Signs {
-    /// The gates these signs open, one bit each: most texts open none, and are done.
-    fn open(&self) -> u16 {
-        let gates = [
-            (Gate::PemHeader, self.pem),
-            (Gate::JwtStart, self.jwt),
-            (Gate::At, self.at),
-            (Gate::Keyword, self.keyword),
-            (Gate::KeyPrefix, self.key_prefix),
-            (Gate::CardDigits, self.digit_run >= 13),
-            (Gate::PhoneDigits, self.plus_digit || self.ten_digits || self.digit_groups),
-            (Gate::Iban, self.iban),
-            (Gate::Colons, self.double_colon || self.colons >= 7),
-            (Gate::DottedDigits, self.dotted_digits >= 3),
-        ];
-        gates.into_iter().fold(0, |open, (gate, is_open)| open | if is_open { gate.bit() } else { 0 })
     }
 }
 
