@@ -198,6 +198,14 @@ fn string_stop_portable(s: &[u8], mut pos: usize) -> usize {
 #[inline]
 pub(crate) unsafe fn string_end(s: &[u8], mut pos: usize, kernel: Kernel) -> Result<usize, (&'static str, usize)> {
     loop {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx2 {
+            // SAFETY: the caller checked that `kernel` runs here: the CPU has AVX2 and BMI1.
+            match unsafe { avx2::string_end(s, pos) } {
+                Ok(quote) => return Ok(quote),
+                Err(at) => pos = at,
+            }
+        }
         pos = string_stop(s, pos, kernel);
         match *s.get(pos).ok_or(("EOF while parsing a string", pos))? {
             b'"' => return Ok(pos),
@@ -234,6 +242,15 @@ fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
         None => Err(("EOF while parsing a string", at)),
         Some(_) => Err(("invalid escape", at)),
     }
+}
+
+/// The byte of a `\u00XX` escape below 0x80 whose four digits start at `at` of `s`, which is
+/// its character's UTF-8; None for any other (left to `unicode_escape_at`).
+#[inline]
+fn ascii_escape_at(s: &[u8], at: usize) -> Option<u8> {
+    let [b'0', b'0', high @ b'0'..=b'7', low] = *s.get(at..at + 4)? else { return None };
+    let low = char::from(low).to_digit(16)? as u8;
+    Some((high - b'0') << 4 | low)
 }
 
 /// The character of a `\u` escape whose four digits start at `at` of `s` (with a surrogate
@@ -337,6 +354,49 @@ pub(crate) mod avx2 {
                 return None;
             }
         }
+    }
+
+    /// `string_end` over the 32-byte blocks that fit in `s`, from `pos` in a string's body:
+    /// each block's stops found once and its escapes stepped over by their bits (a
+    /// trace has one every few dozen bytes, where a search per escape costs more to start than
+    /// the bytes it reads). Ok: the closing quote; Err: where the portable loop goes on, never
+    /// inside an escape (at a bad escape or a control byte, which that loop checks and names,
+    /// or where fewer than 32 bytes are left).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and BMI1.
+    #[target_feature(enable = "avx2,bmi1")]
+    pub unsafe fn string_end(s: &[u8], mut pos: usize) -> Result<usize, usize> {
+        while pos + 32 <= s.len() {
+            let block = pos;
+            // SAFETY: the 32 bytes from `block` are inside `s`.
+            let mut mask = unsafe { stops(s, block) };
+            loop {
+                if mask == 0 {
+                    pos = block + 32;
+                    break;
+                }
+                let at = block + mask.trailing_zeros() as usize;
+                let end = match (s[at], s.get(at + 1)) {
+                    (b'"', _) => return Ok(at),
+                    (b'\\', Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => at + 2,
+                    // A `\u` escape (kcat's binary bytes) checked here too.
+                    (b'\\', Some(b'u')) => match super::unicode_escape_at(s, at + 2) {
+                        Ok((_, end)) => end,
+                        Err(_) => return Err(at),
+                    },
+                    _ => return Err(at),
+                };
+                // Past the escape, whose own stop bits (an escaped `"` or `\\`) go with it.
+                let next = end - block;
+                if next >= 32 {
+                    pos = block + next;
+                    break;
+                }
+                mask &= u32::MAX << next;
+            }
+        }
+        Err(pos)
     }
 
     /// Whether the 32 bytes from `at` hold `wide`'s bytes where `keep` has a bit set.
@@ -562,23 +622,33 @@ impl<'a> Parser<'a> {
                 b'\\' => {
                     let out = out.get_or_insert_with(Vec::new);
                     out.extend_from_slice(&self.s[run_start..self.pos]);
-                    self.pos += 1;
-                    let Some(&e) = self.s.get(self.pos) else {
-                        return Err(self.error("EOF while parsing a string"));
-                    };
-                    self.pos += 1;
-                    match e {
-                        b'"' | b'\\' | b'/' => out.push(e),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'n' => out.push(b'\n'),
-                        b'r' => out.push(b'\r'),
-                        b't' => out.push(b'\t'),
-                        b'u' => {
-                            let c = self.unicode_escape()?;
-                            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                    // Escapes one after another (kcat writes a binary value's low bytes so,
+                    // `\u0000\u000F`) are read without a search between them.
+                    while self.s.get(self.pos) == Some(&b'\\') {
+                        self.pos += 1;
+                        let Some(&e) = self.s.get(self.pos) else {
+                            return Err(self.error("EOF while parsing a string"));
+                        };
+                        self.pos += 1;
+                        match e {
+                            b'"' | b'\\' | b'/' => out.push(e),
+                            b'b' => out.push(8),
+                            b'f' => out.push(12),
+                            b'n' => out.push(b'\n'),
+                            b'r' => out.push(b'\r'),
+                            b't' => out.push(b'\t'),
+                            b'u' => match ascii_escape_at(self.s, self.pos) {
+                                Some(byte) => {
+                                    out.push(byte);
+                                    self.pos += 4;
+                                }
+                                None => {
+                                    let c = self.unicode_escape()?;
+                                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                                }
+                            },
+                            _ => return Err(self.error("invalid escape")),
                         }
-                        _ => return Err(self.error("invalid escape")),
                     }
                     run_start = self.pos;
                 }
@@ -903,6 +973,54 @@ mod tests {
                         assert!(len - pos < 32 && want >= pos, "avx2 stopped early, from {start} in {text:?}");
                     }
                 }
+            }
+        }
+    }
+
+    /// Random strings of escapes (simple, `\u` of every kind, bad ones), control bytes and
+    /// text, cut anywhere: every kernel finds the same end or the same error there, and
+    /// `string_bytes` decodes what serde_json decodes, refusing what it refuses.
+    #[test]
+    fn escaped_strings_end_and_decode_alike_on_every_kernel() {
+        const PIECES: [&str; 23] = [
+            "a", "plain text ", "\u{e9}", "\\\"", "\\\\", "\\/", "\\n\\tat ", "\\b", "\\f", "\\r", "\\u0000", "\\u001F", "\\u007f",
+            "\\u00e9", "\\u0085", "\\u20AC", "\\ud83d\\ude00", "\\ud83d", "\\x", "\\u12", "\\u0G00", "\u{1}", "\"",
+        ];
+        let mut random = crate::testing::random(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let count = (random() % 40) as usize;
+            let mut text = String::from("\"");
+            for _ in 0..count {
+                // Mostly text and the escapes a trace or a binary value holds.
+                let piece = match random() % 8 {
+                    0..=2 => (random() % 2) as usize,
+                    _ => (random() % PIECES.len() as u64) as usize,
+                };
+                text.push_str(PIECES[piece]);
+            }
+            text.push('"');
+            let mut cut = 1 + (random() as usize) % text.len();
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let bytes = &text.as_bytes()[..cut];
+            let ends: Vec<_> = Kernel::available()
+                .into_iter()
+                // SAFETY: every kernel `available` names runs here.
+                .map(|kernel| unsafe { string_end(bytes, 1, kernel) })
+                .collect();
+            assert!(ends.windows(2).all(|w| w[0] == w[1]), "{ends:?} for {text:?} cut at {cut}");
+            let whole = match ends[0] {
+                Ok(quote) => &bytes[..=quote],
+                Err(_) => bytes,
+            };
+            let mut p = Parser::new(std::str::from_utf8(whole).unwrap());
+            let decoded = p.string_bytes();
+            let want = serde_json::from_slice::<String>(whole);
+            match (&decoded, &want) {
+                (Ok(got), Ok(want)) => assert_eq!(got.as_ref(), want.as_bytes(), "{whole:?}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{decoded:?} against serde_json's {want:?} for {:?}", String::from_utf8_lossy(whole)),
             }
         }
     }

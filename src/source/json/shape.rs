@@ -354,18 +354,17 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Opti
         let end = from - 1 + p.pos() - 1;
         let written = &chunk[from..end];
         let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
-        let cell = if utf8 {
-            // Text with its escapes decoded to characters is text.
-            Cell::Str(match decoded {
-                Cow::Borrowed(bytes) => Cow::Borrowed(std::str::from_utf8(bytes).ok()?),
-                Cow::Owned(bytes) => Cow::Owned(String::from_utf8(bytes).ok()?),
-            })
-        } else {
-            Cell::Bytes(decoded)
+        let cell = match decoded {
+            // Text whose escapes are decoded to characters is text: its runs are cut at ASCII
+            // backslashes and each escape gives a whole character.
+            // SAFETY: as just said, when the bytes as written are UTF-8.
+            Cow::Owned(bytes) if utf8 => Cell::Str(Cow::Owned(unsafe { String::from_utf8_unchecked(bytes) })),
+            Cow::Borrowed(bytes) if utf8 => Cell::Str(Cow::Borrowed(std::str::from_utf8(bytes).ok()?)),
+            decoded => Cell::Bytes(decoded),
         };
         return Some(EscapedString { cell: Some(cell), end, utf8 });
     }
-    // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2.
+    // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2 and BMI1.
     let end = unsafe { string_end(chunk, escape, Kernel::Avx2) }.ok()?;
     let written = &chunk[from..end];
     let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
