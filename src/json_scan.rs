@@ -244,6 +244,41 @@ fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
     }
 }
 
+/// A short string's body from `from` of `s` (kcat's binary header values: `\u0000\u000F`, a
+/// few raw bytes), read a byte at a time: the bytes it stands for and where its closing quote
+/// is, as `Parser::string_bytes` reads them. None, leaving it to that, past `SHORT` bytes or
+/// at anything but a byte it keeps, a two-byte escape or a `\u00XX` below 0x80.
+pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usize)> {
+    const SHORT: usize = 64;
+    let mut out = Vec::with_capacity(16);
+    let mut at = from;
+    while at - from <= SHORT {
+        match *s.get(at)? {
+            b'"' => return Some((out, at)),
+            b'\\' => {
+                let (byte, len) = match *s.get(at + 1)? {
+                    e @ (b'"' | b'\\' | b'/') => (e, 2),
+                    b'b' => (8, 2),
+                    b'f' => (12, 2),
+                    b'n' => (b'\n', 2),
+                    b'r' => (b'\r', 2),
+                    b't' => (b'\t', 2),
+                    b'u' => (ascii_escape_at(s, at + 2)?, 6),
+                    _ => return None,
+                };
+                out.push(byte);
+                at += len;
+            }
+            0..=0x1f => return None,
+            b => {
+                out.push(b);
+                at += 1;
+            }
+        }
+    }
+    None
+}
+
 /// The byte of a `\u00XX` escape below 0x80 whose four digits start at `at` of `s`, which is
 /// its character's UTF-8; None for any other (left to `unicode_escape_at`).
 #[inline]
@@ -979,7 +1014,8 @@ mod tests {
 
     /// Random strings of escapes (simple, `\u` of every kind, bad ones), control bytes and
     /// text, cut anywhere: every kernel finds the same end or the same error there, and
-    /// `string_bytes` decodes what serde_json decodes, refusing what it refuses.
+    /// `string_bytes` decodes what serde_json decodes, refusing what it refuses (and
+    /// `short_string_bytes`, where it reads one, what `string_bytes` decodes).
     #[test]
     fn escaped_strings_end_and_decode_alike_on_every_kernel() {
         const PIECES: [&str; 23] = [
@@ -1017,6 +1053,9 @@ mod tests {
             let mut p = Parser::new(std::str::from_utf8(whole).unwrap());
             let decoded = p.string_bytes();
             let want = serde_json::from_slice::<String>(whole);
+            if let Some((short, quote)) = short_string_bytes(bytes, 1) {
+                assert_eq!((Ok(short.as_slice()), Ok(quote)), (decoded.as_deref(), ends[0]), "{whole:?}");
+            }
             match (&decoded, &want) {
                 (Ok(got), Ok(want)) => assert_eq!(got.as_ref(), want.as_bytes(), "{whole:?}"),
                 (Err(_), Err(_)) => {}

@@ -344,9 +344,19 @@ struct EscapedString<'a> {
 #[cold]
 #[inline(never)]
 fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<EscapedString<'_>> {
-    use crate::json_scan::{string_end, Kernel};
+    use crate::json_scan::{short_string_bytes, string_end, Kernel};
     // Only the AVX2 kernel reads lines raw.
     if named {
+        if let Some((decoded, end)) = short_string_bytes(chunk, from) {
+            let utf8 = simdutf8::basic::from_utf8(&chunk[from..end]).is_ok();
+            let cell = if utf8 {
+                // SAFETY: as below, text whose escapes are decoded is text.
+                Cell::Str(Cow::Owned(unsafe { String::from_utf8_unchecked(decoded) }))
+            } else {
+                Cell::Bytes(Cow::Owned(decoded))
+            };
+            return Some(EscapedString { cell: Some(cell), end, utf8 });
+        }
         // Decoded in the one pass that finds its end and checks its escapes (from its opening
         // quote, where `string_bytes` starts), its bytes as written then checked as UTF-8.
         let mut p = Parser::over_bytes(&chunk[from - 1..], Kernel::Avx2);
