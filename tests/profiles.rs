@@ -196,15 +196,16 @@ fn ids_are_composite_or_the_records_digest() {
     let lines = [
         r#"{"topic":"orders","partition":3,"offset":17,"t":"2026-10-01T00:00:00Z","e":"X"}"#,
         r#"{"t":"2026-10-01T00:00:01Z","e":"X","note":"no coordinates"}"#,
+        r#"{"topic":"orders","partition":-2,"offset":2.5,"t":"2026-10-01T00:00:02Z","e":"X"}"#,
+        r#"{"topic":"orders","partition":4,"t":"2026-10-01T00:00:03Z","e":"X","note":"no offset"}"#,
     ];
     dir.create("d.jsonl", lines.join("\n") + "\n");
     dir.create("p.toml", "id = ['topic', 'partition', 'offset']\nid_type = 'scalar'\nid_missing = 'digest'\ntime = 't'\n[[signature]]\nfield = 'e'\n");
     dir.create("all.toml", "clear_all = true\n");
     dir.command().args(["plan", "d.jsonl", "--profile", "p.toml", "--policy", "all.toml", "-o", "m.jsonl"]).ok();
     let ids: Vec<String> = dir.read("m.jsonl").lines().skip(1).map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string()).collect();
-    let digest = Sha256::digest(lines[1].as_bytes());
-    let want: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(ids, ["orders/3/17".to_string(), format!("sha256:{want}")]);
+    let digest = |line: &str| -> String { format!("sha256:{}", Sha256::digest(line.as_bytes())[..8].iter().map(|b| format!("{b:02x}")).collect::<String>()) };
+    assert_eq!(ids, ["orders/3/17".to_string(), digest(lines[1]), "orders/-2/2.5".to_string(), digest(lines[3])]);
     // Without `id_missing`, a record without its id is rejected, naming the field.
     dir.create("strict.toml", "id = ['topic', 'partition', 'offset']\nid_type = 'scalar'\ntime = 't'\n[[signature]]\nfield = 'e'\n");
     let run = dir.command().args(["rank", "d.jsonl", "--profile", "strict.toml"]).expect_code(0);

@@ -314,18 +314,37 @@ impl Layout {
 
     /// A row's id: its one field, its parts joined with `/`, or its record's digest.
     fn id<'a>(&self, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cow<'a, str>, String> {
-        let mut parts = Vec::with_capacity(self.id.len());
-        for field in &self.id {
-            match into_text(resolve(field, cells, context)?, self.id_type, &field.name)? {
-                Ok(text) => parts.push(text),
-                Err(_) if self.id_missing == IdMissing::Digest => return Ok(Cow::Owned(record_digest(context))),
-                Err(cell) => return Err(absent(&field.name, &cell)),
+        let digest = || Cow::Owned(record_digest(context));
+        match self.id.as_slice() {
+            [] => return Ok(digest()),
+            [field] => return Ok(self.id_part(resolve(field, cells, context)?, field)?.unwrap_or_else(digest)),
+            _ => {}
+        }
+        // The parts written one after another into one string, an integer part (Spring's
+        // binary partition and offset) in place rather than made a string of its own first.
+        let mut id = String::with_capacity(64);
+        for (i, field) in self.id.iter().enumerate() {
+            if i > 0 {
+                id.push('/');
+            }
+            match resolve(field, cells, context)? {
+                Cell::Int(v) if self.id_type == FieldType::Scalar => id.push_str(itoa::Buffer::new().format(v)),
+                cell => match self.id_part(cell, field)? {
+                    Some(text) => id.push_str(&text),
+                    None => return Ok(digest()),
+                },
             }
         }
-        match parts.len() {
-            0 => Ok(Cow::Owned(record_digest(context))),
-            1 => Ok(parts.pop().expect("one part")),
-            _ => Ok(Cow::Owned(parts.join("/"))),
+        Ok(Cow::Owned(id))
+    }
+
+    /// One part of a row's id as text; None when it is absent and the id is then the record's
+    /// digest.
+    fn id_part<'a>(&self, cell: Cell<'a>, field: &FieldAt) -> Result<Option<Cow<'a, str>>, String> {
+        match into_text(cell, self.id_type, &field.name)? {
+            Ok(text) => Ok(Some(text)),
+            Err(_) if self.id_missing == IdMissing::Digest => Ok(None),
+            Err(cell) => Err(absent(&field.name, &cell)),
         }
     }
 
