@@ -214,7 +214,7 @@ impl Shape {
                     if stop != b'"' {
                         let named = step.slot != NO_SLOT;
                         let kept = named && tree.keeps_escaped(step.slot as usize);
-                        let escaped = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named && !kept))??;
+                        let escaped = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named && !kept, text || kept))??;
                         text &= escaped.utf8;
                         if kept {
                             // Left escaped only as text.
@@ -339,16 +339,19 @@ struct EscapedString<'a> {
 /// A string with an escape, from its first byte at `from` and its first escape at `escape`:
 /// if `named`, its text (unescaped by the parser), or its bytes where they are not UTF-8;
 /// None when it is not a valid JSON string or not closed within its line. Its escapes are
-/// checked and its bytes as UTF-8; only a named one is unescaped (the others are not kept).
+/// checked and its bytes as UTF-8, an unnamed one's only if `judge_text` (a line already
+/// found not UTF-8 needs no more verdicts: it then counts as not UTF-8); only a named one is
+/// unescaped (the others are not kept).
 #[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(never)]
-fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Option<EscapedString<'_>> {
+fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool, judge_text: bool) -> Option<EscapedString<'_>> {
     use crate::json_scan::{short_string_bytes, string_end, Kernel};
     // Only the AVX2 kernel reads lines raw.
     if named {
         if let Some((decoded, end)) = short_string_bytes(chunk, from) {
-            let utf8 = simdutf8::basic::from_utf8(&chunk[from..end]).is_ok();
+            let written = &chunk[from..end];
+            let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
             let cell = if utf8 {
                 // SAFETY: as below, text whose escapes are decoded is text.
                 Cell::Str(Cow::Owned(unsafe { String::from_utf8_unchecked(decoded) }))
@@ -377,7 +380,7 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool) -> Opti
     // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2 and BMI1.
     let end = unsafe { string_end(chunk, escape, Kernel::Avx2) }.ok()?;
     let written = &chunk[from..end];
-    let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
+    let utf8 = judge_text && (written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok());
     Some(EscapedString { cell: None, end, utf8 })
 }
 
