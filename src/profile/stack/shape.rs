@@ -140,7 +140,12 @@ fn positions(bytes: &[u8], byte: u8, into: &mut Vec<u64>) {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        into.push(word_of_bytes(rest, byte));
+        // The last bytes padded with zeros, which are not `byte` (a search for 0 reads them one
+        // at a time).
+        let mut padded = [0u8; 64];
+        padded[..rest.len()].copy_from_slice(rest);
+        let word = if byte == 0 { word_of_bytes(rest, byte) } else { word_of(&padded, byte) };
+        into.push(word);
     }
 }
 
