@@ -250,7 +250,7 @@ fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
 /// at anything but a byte it keeps, a two-byte escape or a `\u00XX` below 0x80.
 pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usize)> {
     const SHORT: usize = 64;
-    let mut out = Vec::with_capacity(16);
+    let mut out = Vec::with_capacity(SHORT);
     let mut at = from;
     while at - from <= SHORT {
         match *s.get(at)? {

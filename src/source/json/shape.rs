@@ -349,7 +349,10 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool, judge_t
     use crate::json_scan::{short_string_bytes, string_end, Kernel};
     // Only the AVX2 kernel reads lines raw.
     if named {
-        if let Some((decoded, end)) = short_string_bytes(chunk, from) {
+        // A binary value as kcat writes it starts with a `\u` escape (a big-endian integer's
+        // high zero bytes); a trace or a JSON text, with another.
+        let binary = chunk.get(escape + 1) == Some(&b'u');
+        if let Some((decoded, end)) = binary.then(|| short_string_bytes(chunk, from)).flatten() {
             let written = &chunk[from..end];
             let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
             let cell = if utf8 {
