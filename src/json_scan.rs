@@ -202,7 +202,7 @@ pub(crate) unsafe fn string_end(s: &[u8], mut pos: usize, kernel: Kernel) -> Res
         if kernel == Kernel::Avx2 {
             // SAFETY: the caller checked that `kernel` runs here: the CPU has AVX2 and BMI1.
             match unsafe { avx2::string_end(s, pos) } {
-                Ok(quote) => return Ok(quote),
+                Ok((quote, _)) => return Ok(quote),
                 Err(at) => pos = at,
             }
         }
@@ -286,6 +286,13 @@ fn ascii_escape_at(s: &[u8], at: usize) -> Option<u8> {
     let [b'0', b'0', high @ b'0'..=b'7', low] = *s.get(at..at + 4)? else { return None };
     let low = char::from(low).to_digit(16)? as u8;
     Some((high - b'0') << 4 | low)
+}
+
+/// Whether the four digits of a `\u` escape from `at` of `s` are `00` and two hex digits: a
+/// character below 0x100, never a surrogate.
+#[inline]
+fn is_byte_escape_at(s: &[u8], at: usize) -> bool {
+    matches!(s.get(at..at + 4), Some([b'0', b'0', high, low]) if high.is_ascii_hexdigit() && low.is_ascii_hexdigit())
 }
 
 /// The character of a `\u` escape whose four digits start at `at` of `s` (with a surrogate
@@ -394,28 +401,36 @@ pub(crate) mod avx2 {
     /// `string_end` over the 32-byte blocks that fit in `s`, from `pos` in a string's body:
     /// each block's stops found once and its escapes stepped over by their bits (a
     /// trace has one every few dozen bytes, where a search per escape costs more to start than
-    /// the bytes it reads). Ok: the closing quote; Err: where the portable loop goes on, never
-    /// inside an escape (at a bad escape or a control byte, which that loop checks and names,
-    /// or where fewer than 32 bytes are left).
+    /// the bytes it reads). Ok: the closing quote, and whether a byte above 0x7f comes before
+    /// it; Err: where the portable loop goes on, never inside an escape (at a bad escape or a
+    /// control byte, which that loop checks and names, or where fewer than 32 bytes are left).
     ///
     /// # Safety
     /// The CPU must have AVX2 and BMI1.
     #[target_feature(enable = "avx2,bmi1")]
-    pub unsafe fn string_end(s: &[u8], mut pos: usize) -> Result<usize, usize> {
+    pub unsafe fn string_end(s: &[u8], mut pos: usize) -> Result<(usize, bool), usize> {
+        let mut high = 0u32;
         while pos + 32 <= s.len() {
             let block = pos;
             // SAFETY: the 32 bytes from `block` are inside `s`.
-            let mut mask = unsafe { stops(s, block) };
+            let v = unsafe { _mm256_loadu_si256(s.as_ptr().add(block).cast()) };
+            // SAFETY: the caller's CPU has AVX2.
+            let mut mask = unsafe { stop_mask(v) };
+            let above = _mm256_movemask_epi8(v) as u32;
             loop {
                 if mask == 0 {
+                    high |= above;
                     pos = block + 32;
                     break;
                 }
                 let at = block + mask.trailing_zeros() as usize;
                 let end = match (s[at], s.get(at + 1)) {
-                    (b'"', _) => return Ok(at),
+                    // The bytes up to the quote (itself ASCII): BMI1's `blsmsk`.
+                    (b'"', _) => return Ok((at, (high | above & (mask ^ mask.wrapping_sub(1))) != 0)),
                     (b'\\', Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => at + 2,
-                    // A `\u` escape (kcat's binary bytes) checked here too.
+                    // A `\u00XX` escape (kcat's binary bytes), never a surrogate; any other
+                    // `\u` escape checked in full.
+                    (b'\\', Some(b'u')) if super::is_byte_escape_at(s, at + 2) => at + 6,
                     (b'\\', Some(b'u')) => match super::unicode_escape_at(s, at + 2) {
                         Ok((_, end)) => end,
                         Err(_) => return Err(at),
@@ -425,6 +440,7 @@ pub(crate) mod avx2 {
                 // Past the escape, whose own stop bits (an escaped `"` or `\\`) go with it.
                 let next = end - block;
                 if next >= 32 {
+                    high |= above;
                     pos = block + next;
                     break;
                 }
@@ -1013,14 +1029,15 @@ mod tests {
     }
 
     /// Random strings of escapes (simple, `\u` of every kind, bad ones), control bytes and
-    /// text, cut anywhere: every kernel finds the same end or the same error there, and
+    /// text, cut anywhere: every kernel finds the same end or the same error there (AVX2's
+    /// blocks also whether a byte above 0x7f comes before it), and
     /// `string_bytes` decodes what serde_json decodes, refusing what it refuses (and
     /// `short_string_bytes`, where it reads one, what `string_bytes` decodes).
     #[test]
     fn escaped_strings_end_and_decode_alike_on_every_kernel() {
-        const PIECES: [&str; 23] = [
+        const PIECES: [&str; 24] = [
             "a", "plain text ", "\u{e9}", "\\\"", "\\\\", "\\/", "\\n\\tat ", "\\b", "\\f", "\\r", "\\u0000", "\\u001F", "\\u007f",
-            "\\u00e9", "\\u0085", "\\u20AC", "\\ud83d\\ude00", "\\ud83d", "\\x", "\\u12", "\\u0G00", "\u{1}", "\"",
+            "\\u00e9", "\\u0085", "\\u20AC", "\\ud83d\\ude00", "\\ud83d", "\\x", "\\u12", "\\u0G00", "\\u001G", "\u{1}", "\"",
         ];
         let mut random = crate::testing::random(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
@@ -1046,6 +1063,13 @@ mod tests {
                 .map(|kernel| unsafe { string_end(bytes, 1, kernel) })
                 .collect();
             assert!(ends.windows(2).all(|w| w[0] == w[1]), "{ends:?} for {text:?} cut at {cut}");
+            #[cfg(target_arch = "x86_64")]
+            if Kernel::available().contains(&Kernel::Avx2) {
+                // SAFETY: the CPU has AVX2 and BMI1.
+                if let Ok((quote, high)) = unsafe { avx2::string_end(bytes, 1) } {
+                    assert_eq!((Ok(quote), high), (ends[0], !bytes[1..quote].is_ascii()), "{text:?} cut at {cut}");
+                }
+            }
             let whole = match ends[0] {
                 Ok(quote) => &bytes[..=quote],
                 Err(_) => bytes,

@@ -214,7 +214,7 @@ impl Shape {
                     if stop != b'"' {
                         let named = step.slot != NO_SLOT;
                         let kept = named && tree.keeps_escaped(step.slot as usize);
-                        let escaped = (stop == b'\\').then(|| escaped_string(chunk, pos, end, named && !kept, text || kept))??;
+                        let escaped = (stop == b'\\').then(|| escaped_string(chunk, pos, end, above, named && !kept, text || kept))??;
                         text &= escaped.utf8;
                         if kept {
                             // Left escaped only as text.
@@ -336,7 +336,8 @@ struct EscapedString<'a> {
     utf8: bool,
 }
 
-/// A string with an escape, from its first byte at `from` and its first escape at `escape`:
+/// A string with an escape, from its first byte at `from` and its first escape at `escape`
+/// (`above`: a byte above 0x7f comes before that):
 /// if `named`, its text (unescaped by the parser), or its bytes where they are not UTF-8;
 /// None when it is not a valid JSON string or not closed within its line. Its escapes are
 /// checked and its bytes as UTF-8, an unnamed one's only if `judge_text` (a line already
@@ -345,7 +346,7 @@ struct EscapedString<'a> {
 #[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(never)]
-fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool, judge_text: bool) -> Option<EscapedString<'_>> {
+fn escaped_string(chunk: &[u8], from: usize, escape: usize, above: bool, named: bool, judge_text: bool) -> Option<EscapedString<'_>> {
     use crate::json_scan::{short_string_bytes, string_end, Kernel};
     // Only the AVX2 kernel reads lines raw.
     if named {
@@ -381,9 +382,13 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, named: bool, judge_t
         return Some(EscapedString { cell: Some(cell), end, utf8 });
     }
     // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2 and BMI1.
-    let end = unsafe { string_end(chunk, escape, Kernel::Avx2) }.ok()?;
-    let written = &chunk[from..end];
-    let utf8 = judge_text && (written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok());
+    let (end, ascii) = match unsafe { avx2::string_end(chunk, escape) } {
+        // Whether a byte above 0x7f is in it, told by the blocks that found its end.
+        Ok((end, high)) => (end, !(above || high)),
+        // SAFETY: as above.
+        Err(at) => unsafe { string_end(chunk, at, Kernel::Avx2) }.ok().map(|end| (end, chunk[from..end].is_ascii()))?,
+    };
+    let utf8 = judge_text && (ascii || simdutf8::basic::from_utf8(&chunk[from..end]).is_ok());
     Some(EscapedString { cell: None, end, utf8 })
 }
 
