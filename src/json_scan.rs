@@ -246,35 +246,33 @@ fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
 
 /// A short string's body from `from` of `s` (kcat's binary header values: `\u0000\u000F`, a
 /// few raw bytes), read a byte at a time: the bytes it stands for and where its closing quote
-/// is, as `Parser::string_bytes` reads them. None, leaving it to that, past `SHORT` bytes or
-/// at anything but a byte it keeps, a two-byte escape or a `\u00XX` below 0x80.
+/// is, as `Parser::string_bytes` reads them. None, leaving it to that, past `SHORT` bytes out
+/// or at anything but a byte it keeps, a two-byte escape or a `\u00XX` below 0x80.
 pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usize)> {
     const SHORT: usize = 64;
-    let mut out = Vec::with_capacity(SHORT);
-    let mut at = from;
-    while at - from <= SHORT {
-        match *s.get(at)? {
-            b'"' => return Some((out, at)),
-            b'\\' => {
-                let (byte, len) = match *s.get(at + 1)? {
-                    e @ (b'"' | b'\\' | b'/') => (e, 2),
-                    b'b' => (8, 2),
-                    b'f' => (12, 2),
-                    b'n' => (b'\n', 2),
-                    b'r' => (b'\r', 2),
-                    b't' => (b'\t', 2),
-                    b'u' => (ascii_escape_at(s, at + 2)?, 6),
-                    _ => return None,
-                };
-                out.push(byte);
-                at += len;
-            }
+    let body = s.get(from..)?;
+    // Written into an array, with no capacity to check at each byte, then copied out once.
+    let mut out = [0u8; SHORT];
+    let (mut read, mut len) = (0, 0);
+    while len < SHORT {
+        let (byte, width) = match *body.get(read)? {
+            b'"' => return Some((out[..len].to_vec(), from + read)),
+            b'\\' => match *body.get(read + 1)? {
+                e @ (b'"' | b'\\' | b'/') => (e, 2),
+                b'b' => (8, 2),
+                b'f' => (12, 2),
+                b'n' => (b'\n', 2),
+                b'r' => (b'\r', 2),
+                b't' => (b'\t', 2),
+                b'u' => (ascii_escape_at(body, read + 2)?, 6),
+                _ => return None,
+            },
             0..=0x1f => return None,
-            b => {
-                out.push(b);
-                at += 1;
-            }
-        }
+            b => (b, 1),
+        };
+        out[len] = byte;
+        len += 1;
+        read += width;
     }
     None
 }
@@ -284,7 +282,12 @@ pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usiz
 #[inline]
 fn ascii_escape_at(s: &[u8], at: usize) -> Option<u8> {
     let [b'0', b'0', high @ b'0'..=b'7', low] = *s.get(at..at + 4)? else { return None };
-    let low = char::from(low).to_digit(16)? as u8;
+    let low = match low {
+        b'0'..=b'9' => low - b'0',
+        b'a'..=b'f' => low - b'a' + 10,
+        b'A'..=b'F' => low - b'A' + 10,
+        _ => return None,
+    };
     Some((high - b'0') << 4 | low)
 }
 
