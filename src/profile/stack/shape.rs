@@ -116,10 +116,18 @@ fn escaped_shape(raw: &str, into: &mut Vec<u8>, backslashes: &mut Vec<u64>) -> b
         }
         let line_end = end.min(body.len());
         let line = &body[start..line_end];
-        let indented = line.starts_with(char::is_whitespace) || ["\\t", "\\f", "\\r"].iter().any(|e| line.starts_with(e));
+        let indented = match line.as_bytes() {
+            [b'\\', b't' | b'f' | b'r', ..] => true,
+            // `char::is_whitespace` of an ASCII byte, without decoding a character.
+            [first, ..] if first.is_ascii() => matches!(first, b'\t'..=b'\r' | b' '),
+            _ => line.starts_with(char::is_whitespace),
+        };
         if !indented {
             into.extend_from_slice(&bytes[kept..start]);
-            shape_line(line, false, into);
+            // (An empty line, as after a trace's last `\n`, adds nothing.)
+            if !line.is_empty() {
+                shape_line(line, false, into);
+            }
             kept = line_end;
         }
         if end >= bytes.len() {
