@@ -35,11 +35,21 @@ pub struct FieldPicker<'n> {
     misses: u32,
     /// Lines still to parse in full without trying shapes.
     paused: u32,
-    /// The last line was read raw by the first kept shape, nothing escaped: the cells it left
-    /// are that shape's fields, none owning a string, and `Missing`, so a line read raw by the
-    /// same shape overwrites every cell that is not `Missing` and has nothing to drop.
-    cells_of_first: bool,
+    /// What the cells the last line left hold (see `LastCells`).
+    last_cells: LastCells,
     kernel: Kernel,
+}
+
+/// What the cells given with the picker's last line hold.
+#[derive(Clone, Copy, PartialEq)]
+enum LastCells {
+    /// Anything: reset before a line is read into them.
+    Any,
+    /// The last line was read raw by the first kept shape: the cells it left are that shape's
+    /// fields and `Missing`, so a line read raw by the same shape overwrites every cell that is
+    /// not `Missing`. When `owning`, some own a string (an escaped value, decoded): those are
+    /// dropped first, the others need no drop.
+    FirstShape { owning: bool },
 }
 
 /// The key seen at a position of the last line, and the cell it fills (if any).
@@ -59,7 +69,7 @@ impl<'n> FieldPicker<'n> {
     pub fn with_kernel(tree: &'n FieldTree, kernel: Kernel) -> FieldPicker<'n> {
         // Its shapes run the kernel's code: a kernel this CPU lacks is refused here, once.
         assert!(kernel.runs_here(), "the {kernel:?} kernel does not run on this CPU");
-        FieldPicker { tree, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, cells_of_first: false, kernel }
+        FieldPicker { tree, order: Vec::new(), shapes: Vec::new(), misses: 0, paused: 0, last_cells: LastCells::Any, kernel }
     }
 
     /// Sets `cells` to the named fields of `line` (`Missing` where absent), or says why the
@@ -76,7 +86,7 @@ impl<'n> FieldPicker<'n> {
 
     fn pick_with<'a>(&mut self, mut p: Parser<'a>, cells: &mut [Cell<'a>]) -> Result<(), String> {
         let line = p.bytes();
-        self.cells_of_first = false;
+        self.last_cells = LastCells::Any;
         if self.paused > 0 {
             self.paused -= 1;
             cells.iter_mut().for_each(|c| *c = Cell::Missing);
@@ -115,11 +125,14 @@ impl<'n> FieldPicker<'n> {
     pub fn read_raw<'a>(&mut self, chunk: &'a [u8], start: usize, cells: &mut [Cell<'a>]) -> Option<(usize, bool)> {
         // Most lines have the last line's shape, read raw: its cells are all overwritten.
         #[cfg(target_arch = "x86_64")]
-        if self.cells_of_first {
+        if let LastCells::FirstShape { owning } = self.last_cells {
+            if owning {
+                cells.iter_mut().filter(|c| c.owns()).for_each(|c| *c = Cell::Missing);
+            }
             // SAFETY: the last line was read raw, so the kernel is AVX2, only ever chosen on a
             // CPU that has AVX2 and BMI1.
             if let Some(line) = unsafe { self.shapes[0].read_raw(chunk, start, cells, self.tree) } {
-                self.cells_of_first = line.borrowed;
+                self.last_cells = LastCells::FirstShape { owning: !line.borrowed };
                 return Some((line.end, line.text));
             }
             return self.read_raw_by_other_shapes(chunk, start, cells, 1);
@@ -138,12 +151,12 @@ impl<'n> FieldPicker<'n> {
                 if let Some(line) = unsafe { self.shapes[i].read_raw(chunk, start, cells, self.tree) } {
                     self.shapes[..=i].rotate_right(1);
                     self.misses = 0;
-                    self.cells_of_first = line.borrowed;
+                    self.last_cells = LastCells::FirstShape { owning: !line.borrowed };
                     return Some((line.end, line.text));
                 }
             }
         }
-        self.cells_of_first = false;
+        self.last_cells = LastCells::Any;
         let _ = (chunk, start, cells, from);
         None
     }

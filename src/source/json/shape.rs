@@ -227,7 +227,7 @@ impl Shape {
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
                             overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Escaped(raw));
                         } else if let Some(cell) = escaped.cell {
-                            borrowed &= !matches!(cell, Cell::Str(Cow::Owned(_)) | Cell::Bytes(Cow::Owned(_)));
+                            borrowed &= !cell.owns();
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
                             overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, cell);
                         }
@@ -320,7 +320,7 @@ fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a
         slot if slot as usize >= NODE => tree.read(slot as usize, &mut p, cells).ok()?,
         slot => {
             let cell = value_at(&mut p, 1).ok()?;
-            owns = matches!(cell, Cell::Str(Cow::Owned(_)) | Cell::Lines(Cow::Owned(_)));
+            owns = cell.owns();
             overwrite(&mut cells[slot as usize], cell);
         }
     }
@@ -397,7 +397,7 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, above: bool, named: 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn overwrite<'a>(cell: &mut Cell<'a>, value: Cell<'a>) {
-    debug_assert!(!matches!(cell, Cell::Str(Cow::Owned(_)) | Cell::Lines(Cow::Owned(_))), "a raw read overwrites a cell that owns a string");
+    debug_assert!(!cell.owns(), "a raw read overwrites a cell that owns a string");
     std::mem::forget(std::mem::replace(cell, value));
 }
 

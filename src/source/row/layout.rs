@@ -87,6 +87,12 @@ impl Cell<'_> {
         }
     }
 
+    /// Whether the cell owns its text or bytes (a string that had to be unescaped or joined),
+    /// which dropping it frees.
+    pub fn owns(&self) -> bool {
+        matches!(self, Cell::Str(Cow::Owned(_)) | Cell::Lines(Cow::Owned(_)) | Cell::Bytes(Cow::Owned(_)))
+    }
+
     pub fn as_text(&self) -> Option<Cow<'_, str>> {
         match self {
             Cell::Str(s) => Some(Cow::Borrowed(s.as_ref())),
