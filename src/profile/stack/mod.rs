@@ -70,10 +70,22 @@ impl StackRules {
     /// closing quote last): remembered by the shape of the text as written, so a row whose
     /// shape was seen needs no unescaping. `unescape` gives the text when it must be parsed.
     pub fn with_signature_escaped<T>(&self, raw: &str, unescape: impl Fn(&str) -> String, with: impl FnOnce(&str) -> T) -> T {
+        let digest = if raw == "\"" { None } else { StackRules::escaped_digest(raw) };
+        self.with_signature_escaped_by(raw, digest, unescape, with)
+    }
+
+    /// The digest `with_signature_escaped` remembers a trace written as a JSON string by, for
+    /// a caller that reads one trace under several rules (a row's slots) to take once.
+    pub fn escaped_digest(raw: &str) -> Option<u128> {
+        shape::digest(shape::Written::Json(raw))
+    }
+
+    /// `with_signature_escaped` given the trace's digest (`escaped_digest`).
+    pub fn with_signature_escaped_by<T>(&self, raw: &str, digest: Option<u128>, unescape: impl Fn(&str) -> String, with: impl FnOnce(&str) -> T) -> T {
         if raw == "\"" {
             return with("");
         }
-        shape::with_remembered(self.serial, shape::Written::Json(raw), || self.compute(&unescape(raw)), with)
+        shape::with_digest(self.serial, digest, || self.compute(&unescape(raw)), with)
     }
 
     /// The signature of a trace parsed now, and whether it had frames (so that it does not

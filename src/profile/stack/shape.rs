@@ -33,52 +33,89 @@ pub enum Written<'t> {
     Json(&'t str),
 }
 
-/// `with` given the signature of a trace under the rules numbered `rules`, by `compute` (which
-/// also says whether the trace had frames) or from memory: traces of one shape with frames
-/// have one signature, since a signature with frames never reads an exception's message.
-/// A trace whose shape could be ambiguous (marker bytes in it, a `\u` escape that could hide
-/// indentation) or that is very long is computed every time.
+/// `with` given the signature of a trace under the rules numbered `rules` (see `with_digest`),
+/// the trace's digest taken again from the last call when it read the same text: the slots
+/// that read one trace (its type, and its type with frames) shape it once.
 pub fn with_remembered<T>(rules: u64, trace: Written, compute: impl FnOnce() -> (String, bool), with: impl FnOnce(&str) -> T) -> T {
     let (text, tag) = match trace {
         Written::Text(text) => (text, b'T'),
         Written::Json(raw) => (raw, b'J'),
     };
-    // (JSON text holds no raw control byte: marker bytes would be `\u` escapes, which
-    // `escaped_shape` refuses.)
-    let shapeable = text.len() <= LONGEST && (matches!(trace, Written::Json(_)) || memchr::memchr2(1, 2, text.as_bytes()).is_none());
-    if !shapeable {
-        let (signature, _) = compute();
-        return with(&signature);
+    if !shapeable(trace) {
+        return with_digest(rules, None, compute, with);
     }
-    MEMORY.with(|memory| {
-        let mut memory = memory.borrow_mut();
-        let Memory { key, last, known, backslashes } = &mut *memory;
-        let digest = if last.0 == tag && last.1 == text.as_bytes() {
-            last.2
-        } else {
-            key.clear();
-            key.push(tag);
-            let shaped = match trace {
-                Written::Text(text) => {
-                    shape(text, key);
-                    true
-                }
-                Written::Json(raw) => escaped_shape(raw, key, backslashes),
-            };
-            // A shape that could be ambiguous is neither looked up nor remembered.
-            let digest = shaped.then(|| xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED));
+    let known = MEMORY.with(|memory| {
+        let memory = memory.borrow();
+        (memory.last.0 == tag && memory.last.1 == text.as_bytes()).then_some(memory.last.2)
+    });
+    let digest = known.unwrap_or_else(|| {
+        let digest = digest(trace);
+        MEMORY.with(|memory| {
+            let last = &mut memory.borrow_mut().last;
             last.1.clear();
             last.1.extend_from_slice(text.as_bytes());
             (last.0, last.2) = (tag, digest);
-            digest
+        });
+        digest
+    });
+    with_digest(rules, digest, compute, with)
+}
+
+/// Whether a trace may be remembered by its shape at all: not very long, and (as text) with
+/// no marker byte in it. (JSON text holds no raw control byte: marker bytes would be `\u`
+/// escapes, which `escaped_shape` refuses.)
+fn shapeable(trace: Written) -> bool {
+    match trace {
+        Written::Text(text) => text.len() <= LONGEST && memchr::memchr2(1, 2, text.as_bytes()).is_none(),
+        Written::Json(raw) => raw.len() <= LONGEST,
+    }
+}
+
+/// The digest a trace's signatures are remembered by (`with_digest`): a seeded 128-bit digest
+/// of its shape, or None for a trace not remembered: one whose shape could be ambiguous
+/// (marker bytes in it, a `\u` escape that could hide indentation) or that is very long. A
+/// caller that reads one trace in several slots asks once.
+pub fn digest(trace: Written) -> Option<u128> {
+    if !shapeable(trace) {
+        return None;
+    }
+    MEMORY.with(|memory| {
+        let mut memory = memory.borrow_mut();
+        let Memory { key, backslashes, .. } = &mut *memory;
+        key.clear();
+        let shaped = match trace {
+            Written::Text(text) => {
+                key.push(b'T');
+                shape(text, key);
+                true
+            }
+            Written::Json(raw) => {
+                key.push(b'J');
+                escaped_shape(raw, key, backslashes)
+            }
         };
-        if let Some(signature) = digest.and_then(|digest| known.get(&(rules, digest))) {
+        shaped.then(|| xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED))
+    })
+}
+
+/// `with` given the signature of the trace of `digest` under the rules numbered `rules`, from
+/// memory or by `compute` (which also says whether the trace had frames), then remembered:
+/// traces of one shape with frames have one signature, since a signature with frames never
+/// reads an exception's message. Without a digest it is computed every time.
+pub fn with_digest<T>(rules: u64, digest: Option<u128>, compute: impl FnOnce() -> (String, bool), with: impl FnOnce(&str) -> T) -> T {
+    let Some(digest) = digest else {
+        let (signature, _) = compute();
+        return with(&signature);
+    };
+    MEMORY.with(|memory| {
+        let mut memory = memory.borrow_mut();
+        if let Some(signature) = memory.known.get(&(rules, digest)) {
             return with(signature);
         }
         let (signature, with_frames) = compute();
         let out = with(&signature);
-        if let Some(digest) = digest.filter(|_| with_frames) {
-            known.remember((rules, digest), signature);
+        if with_frames {
+            memory.known.remember((rules, digest), signature);
         }
         out
     })

@@ -12,6 +12,7 @@ use super::fields::{record_digest, resolve, FieldAt};
 use super::tree::FieldTree;
 use crate::path::{FieldExpr, Step};
 use crate::profile::classify::Classifier;
+use crate::profile::stack::StackRules;
 use crate::profile::{CategorySource, FieldType, IdMissing, Normalizer, Profile};
 use crate::timestamp::{self, DateCache, TimeFormat};
 
@@ -279,6 +280,10 @@ impl Layout {
     #[inline(never)]
     fn extract_any<'a>(&self, cells: &'a [Cell<'a>], key: &mut Vec<u8>, dates: &mut DateCache, context: &RowContext) -> Result<RowFacts<'a>, String> {
         key.clear();
+        // The digest of the escaped trace the last stack slot read (where it is, how long it
+        // is): a row's slots that read one trace (its type, its frames) shape it once. Where
+        // and how long tell it within one row, whose cells do not change.
+        let mut trace: Option<(usize, usize, Option<u128>)> = None;
         for slot in &self.slots {
             let cell = match resolve(&slot.field, cells, context) {
                 // An optional field that holds an object or array, or cannot be decoded,
@@ -291,6 +296,19 @@ impl Layout {
             match &cell {
                 // Most rows: a string kept as it is until grouping.
                 Cell::Str(text) if !slot.per_row => push_part(key, text),
+                // A stack trace left escaped by a raw read: its signature from the text as written.
+                Cell::Escaped(raw) if let Normalizer::Stack(rules) = &slot.normalizer => {
+                    let at = (raw.as_ptr() as usize, raw.len());
+                    let digest = match trace {
+                        Some((ptr, len, digest)) if (ptr, len) == at => digest,
+                        _ => {
+                            let digest = if *raw == "\"" { None } else { StackRules::escaped_digest(raw) };
+                            trace = Some((at.0, at.1, digest));
+                            digest
+                        }
+                    };
+                    rules.with_signature_escaped_by(raw, digest, |raw| unescape(raw).into_owned(), |signature| push_part(key, signature));
+                }
                 _ => self.signature_part(slot, &cell, cells, context, key)?,
             }
         }
@@ -378,7 +396,7 @@ impl Layout {
     /// One signature part of a row that is not a string kept as it is: normalised now, taken
     /// from a number, or why the row is rejected.
     fn signature_part(&self, slot: &Slot, cell: &Cell, cells: &[Cell], context: &RowContext, key: &mut Vec<u8>) -> Result<(), String> {
-        // A stack trace left escaped by a raw read: its signature from the text as written.
+        // (A stack trace left escaped by a raw read is `extract_any`'s.)
         if let (Normalizer::Stack(rules), Cell::Escaped(raw)) = (&slot.normalizer, cell) {
             rules.with_signature_escaped(raw, |raw| unescape(raw).into_owned(), |signature| push_part(key, signature));
             return Ok(());
