@@ -93,6 +93,17 @@ pub(super) fn record_digest(context: &RowContext) -> String {
 /// A field's value in a row: the first alternative present and not null, decoded by its
 /// stages. Err: a decoding the profile asked for failed.
 pub(super) fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cell<'a>, String> {
+    // Most fields' first alternative is a leaf read as it is, and there: taken at once.
+    if let Some(AltAt::Leaf { leaf, stages, .. }) = field.alternatives.first() {
+        if stages.is_empty() && !matches!(cells[*leaf], Cell::Missing | Cell::Null) {
+            return Ok(reborrow(&cells[*leaf]));
+        }
+    }
+    resolve_alternatives(field, cells, context)
+}
+
+/// `resolve` trying each alternative in turn.
+fn resolve_alternatives<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cell<'a>, String> {
     let mut last = Cell::Missing;
     let mut failed = None;
     for alternative in &field.alternatives {
