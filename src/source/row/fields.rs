@@ -93,10 +93,24 @@ pub(super) fn record_digest(context: &RowContext) -> String {
 /// A field's value in a row: the first alternative present and not null, decoded by its
 /// stages. Err: a decoding the profile asked for failed.
 pub(super) fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cell<'a>, String> {
-    // Most fields' first alternative is a leaf read as it is, and there: taken at once.
+    // Most fields' first alternative is a leaf read as it is (or a binary integer, Spring's
+    // partition and offset), and there: taken at once.
     if let Some(AltAt::Leaf { leaf, stages, .. }) = field.alternatives.first() {
-        if stages.is_empty() && !matches!(cells[*leaf], Cell::Missing | Cell::Null) {
-            return Ok(reborrow(&cells[*leaf]));
+        let cell = &cells[*leaf];
+        match (stages.as_slice(), cell) {
+            (_, Cell::Missing | Cell::Null) => {}
+            ([], cell) => return Ok(reborrow(cell)),
+            ([Stage::IntBe], Cell::Bytes(bytes)) => {
+                if let Ok(v) = crate::path::int_be(bytes) {
+                    return Ok(Cell::Int(v));
+                }
+            }
+            ([Stage::IntBe], Cell::Str(text)) => {
+                if let Ok(v) = crate::path::int_be(text.as_bytes()) {
+                    return Ok(Cell::Int(v));
+                }
+            }
+            _ => {}
         }
     }
     resolve_alternatives(field, cells, context)
@@ -185,6 +199,37 @@ fn decode_cell(cell: &Cell, stages: &[Stage], whole: Option<&[Step]>, context: &
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A field taken at once from its first alternative is what trying each in turn gives:
+    /// present, absent, null, undecodable, with stages or none.
+    #[test]
+    fn the_first_alternative_taken_at_once_is_what_the_loop_takes() {
+        let exprs = ["a // b", "a | int_be // b", "a | int_be // b | int_be", "a | base64 // b"];
+        let values = || {
+            let cells: [Cell<'static>; 8] = [
+                Cell::Missing,
+                Cell::Null,
+                Cell::Str(Cow::Borrowed("x")),
+                Cell::Str(Cow::Owned("\0\0\u{1}".to_string())),
+                Cell::Bytes(Cow::Borrowed(&[0, 0, 0, 5])),
+                Cell::Bytes(Cow::Owned(vec![1; 9])),
+                Cell::Int(7),
+                Cell::Escaped("q\"rest"),
+            ];
+            cells
+        };
+        let context = RowContext::default();
+        for expr in exprs {
+            let mut leaves = Vec::new();
+            let field = FieldAt::new(&crate::path::FieldExpr::parse(expr).unwrap(), &mut leaves);
+            for a in values() {
+                for b in values() {
+                    let cells = vec![a.clone(), b];
+                    assert_eq!(resolve(&field, &cells, &context), resolve_alternatives(&field, &cells, &context), "{expr}: {cells:?}");
+                }
+            }
+        }
+    }
 
     /// A binary integer read in place is what the stages make of the same bytes, as bytes and
     /// as text, errors included.
