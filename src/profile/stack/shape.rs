@@ -247,7 +247,7 @@ fn shape(trace: &str, into: &mut Vec<u8>) {
 /// pattern searches cost more to set up than these lines take to read.
 fn shape_line(line: &str, indented: bool, into: &mut Vec<u8>) {
     let bytes = line.as_bytes();
-    if indented || colon_space(bytes).is_none() {
+    if indented {
         into.extend_from_slice(bytes);
         return;
     }
