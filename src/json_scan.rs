@@ -258,14 +258,8 @@ pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usiz
         let (byte, width) = match *body.get(read)? {
             b'"' => return Some((out[..len].to_vec(), from + read)),
             b'\\' => match *body.get(read + 1)? {
-                e @ (b'"' | b'\\' | b'/') => (e, 2),
-                b'b' => (8, 2),
-                b'f' => (12, 2),
-                b'n' => (b'\n', 2),
-                b'r' => (b'\r', 2),
-                b't' => (b'\t', 2),
                 b'u' => (ascii_escape_at(body, read + 2)?, 6),
-                _ => return None,
+                e => (two_byte_escape(e)?, 2),
             },
             0..=0x1f => return None,
             b => (b, 1),
@@ -275,6 +269,20 @@ pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usiz
         read += width;
     }
     None
+}
+
+/// The byte a two-byte escape `\e` stands for (`\n` a newline), None for any other `e`.
+#[inline]
+pub(crate) fn two_byte_escape(e: u8) -> Option<u8> {
+    match e {
+        b'"' | b'\\' | b'/' => Some(e),
+        b'b' => Some(8),
+        b'f' => Some(12),
+        b'n' => Some(b'\n'),
+        b'r' => Some(b'\r'),
+        b't' => Some(b'\t'),
+        _ => None,
+    }
 }
 
 /// The byte of a `\u00XX` escape below 0x80 whose four digits start at `at` of `s`, which is
@@ -685,12 +693,6 @@ impl<'a> Parser<'a> {
                         };
                         self.pos += 1;
                         match e {
-                            b'"' | b'\\' | b'/' => out.push(e),
-                            b'b' => out.push(8),
-                            b'f' => out.push(12),
-                            b'n' => out.push(b'\n'),
-                            b'r' => out.push(b'\r'),
-                            b't' => out.push(b'\t'),
                             b'u' => match ascii_escape_at(self.s, self.pos) {
                                 Some(byte) => {
                                     out.push(byte);
@@ -701,7 +703,7 @@ impl<'a> Parser<'a> {
                                     out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                                 }
                             },
-                            _ => return Err(self.error("invalid escape")),
+                            e => out.push(two_byte_escape(e).ok_or_else(|| self.error("invalid escape"))?),
                         }
                     }
                     run_start = self.pos;
@@ -735,19 +737,11 @@ impl<'a> Parser<'a> {
                     };
                     self.pos += 1;
                     match e {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
                         b'u' => {
                             let c = self.unicode_escape()?;
                             out.push(c);
                         }
-                        _ => return Err(self.error("invalid escape")),
+                        e => out.push(char::from(two_byte_escape(e).ok_or_else(|| self.error("invalid escape"))?)),
                     }
                 }
                 0..=0x1f => return Err(self.error("control character in a string")),

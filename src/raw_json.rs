@@ -63,12 +63,6 @@ pub fn string_bytes(raw: &[u8]) -> Option<Vec<u8>> {
         let e = *body.get(i + 1)?;
         i += 2;
         match e {
-            b'"' | b'\\' | b'/' => out.push(e),
-            b'b' => out.push(8),
-            b'f' => out.push(12),
-            b'n' => out.push(b'\n'),
-            b'r' => out.push(b'\r'),
-            b't' => out.push(b'\t'),
             b'u' => {
                 let mut code = hex4(body.get(i..i + 4)?)?;
                 i += 4;
@@ -82,7 +76,7 @@ pub fn string_bytes(raw: &[u8]) -> Option<Vec<u8>> {
                 let c = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
                 out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             }
-            _ => return None,
+            e => out.push(crate::json_scan::two_byte_escape(e)?),
         }
     }
     Some(out)
