@@ -70,13 +70,16 @@ impl StackRules {
     /// closing quote last): remembered by the shape of the text as written, so a row whose
     /// shape was seen needs no unescaping. `unescape` gives the text when it must be parsed.
     pub fn with_signature_escaped<T>(&self, raw: &str, unescape: impl Fn(&str) -> String, with: impl FnOnce(&str) -> T) -> T {
-        let digest = if raw == "\"" { None } else { StackRules::escaped_digest(raw) };
-        self.with_signature_escaped_by(raw, digest, unescape, with)
+        self.with_signature_escaped_by(raw, StackRules::escaped_digest(raw), unescape, with)
     }
 
     /// The digest `with_signature_escaped` remembers a trace written as a JSON string by, for
-    /// a caller that reads one trace under several rules (a row's slots) to take once.
+    /// a caller that reads one trace under several rules (a row's slots) to take once. None
+    /// for an empty trace, which has no signature to remember.
     pub fn escaped_digest(raw: &str) -> Option<u128> {
+        if raw == "\"" {
+            return None;
+        }
         shape::digest(shape::Written::Json(raw))
     }
 

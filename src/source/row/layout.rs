@@ -302,7 +302,7 @@ impl Layout {
                     let digest = match trace {
                         Some((ptr, len, digest)) if (ptr, len) == at => digest,
                         _ => {
-                            let digest = if *raw == "\"" { None } else { StackRules::escaped_digest(raw) };
+                            let digest = StackRules::escaped_digest(raw);
                             trace = Some((at.0, at.1, digest));
                             digest
                         }
@@ -397,10 +397,6 @@ impl Layout {
     /// from a number, or why the row is rejected.
     fn signature_part(&self, slot: &Slot, cell: &Cell, cells: &[Cell], context: &RowContext, key: &mut Vec<u8>) -> Result<(), String> {
         // (A stack trace left escaped by a raw read is `extract_any`'s.)
-        if let (Normalizer::Stack(rules), Cell::Escaped(raw)) = (&slot.normalizer, cell) {
-            rules.with_signature_escaped(raw, |raw| unescape(raw).into_owned(), |signature| push_part(key, signature));
-            return Ok(());
-        }
         let name = &slot.field.name;
         match &slot.normalizer {
             Normalizer::Category { .. } => {
