@@ -100,13 +100,8 @@ pub(super) fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowC
         match (stages.as_slice(), cell) {
             (_, Cell::Missing | Cell::Null) => {}
             ([], cell) => return Ok(reborrow(cell)),
-            ([Stage::IntBe], Cell::Bytes(bytes)) => {
-                if let Ok(v) = crate::path::int_be(bytes) {
-                    return Ok(Cell::Int(v));
-                }
-            }
-            ([Stage::IntBe], Cell::Str(text)) => {
-                if let Ok(v) = crate::path::int_be(text.as_bytes()) {
+            ([Stage::IntBe], cell) => {
+                if let Some(Ok(v)) = int_be_in_place(cell) {
                     return Ok(Cell::Int(v));
                 }
             }
@@ -165,16 +160,21 @@ fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
     }
 }
 
+/// A binary integer alone (Spring's partition and offset on every row) read in place from a
+/// string's or bytes' cell; None for any other cell, which the stages decode.
+fn int_be_in_place(cell: &Cell) -> Option<Result<i64, String>> {
+    match cell {
+        Cell::Bytes(bytes) => Some(crate::path::int_be(bytes)),
+        Cell::Str(text) => Some(crate::path::int_be(text.as_bytes())),
+        _ => None,
+    }
+}
+
 /// A leaf's value through its stages: a string, bytes or (for stages that take them, read
 /// from the record's text at `whole`) an array or object in, a cell out.
 fn decode_cell(cell: &Cell, stages: &[Stage], whole: Option<&[Step]>, context: &RowContext) -> Result<Cell<'static>, String> {
-    // A binary integer alone (Spring's partition and offset on every row): read in place.
-    if let [Stage::IntBe] = stages {
-        match cell {
-            Cell::Bytes(bytes) => return crate::path::int_be(bytes).map(Cell::Int),
-            Cell::Str(text) => return crate::path::int_be(text.as_bytes()).map(Cell::Int),
-            _ => {}
-        }
+    if let ([Stage::IntBe], Some(read)) = (stages, int_be_in_place(cell)) {
+        return read.map(Cell::Int);
     }
     let value = match (cell, whole) {
         (Cell::Missing | Cell::Null, _) => return Ok(Cell::Missing),
