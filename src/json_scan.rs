@@ -237,7 +237,7 @@ fn hex4_at(s: &[u8], at: usize) -> Result<u32, (&'static str, usize)> {
 #[inline]
 fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
     match s.get(at) {
-        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 1),
+        Some(&e) if two_byte_escape(e).is_some() => Ok(at + 1),
         Some(b'u') => unicode_escape_at(s, at + 1).map(|(_, end)| end),
         None => Err(("EOF while parsing a string", at)),
         Some(_) => Err(("invalid escape", at)),
@@ -438,7 +438,7 @@ pub(crate) mod avx2 {
                 let end = match (s[at], s.get(at + 1)) {
                     // The bytes up to the quote (itself ASCII): BMI1's `blsmsk`.
                     (b'"', _) => return Ok((at, (high | above & (mask ^ mask.wrapping_sub(1))) != 0)),
-                    (b'\\', Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => at + 2,
+                    (b'\\', Some(&e)) if super::two_byte_escape(e).is_some() => at + 2,
                     // A `\u00XX` escape (kcat's binary bytes), never a surrogate; any other
                     // `\u` escape checked in full.
                     (b'\\', Some(b'u')) if super::is_byte_escape_at(s, at + 2) => at + 6,
