@@ -351,24 +351,19 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, above: bool, named: 
     // Only the AVX2 kernel reads lines raw.
     if named {
         // A binary value as kcat writes it starts with a `\u` escape (a big-endian integer's
-        // high zero bytes); a trace or a JSON text, with another.
+        // high zero bytes): read by a short loop. A trace or a JSON text starts with another,
+        // and is decoded in the one pass that finds its end and checks its escapes (from its
+        // opening quote, where `string_bytes` starts).
         let binary = chunk.get(escape + 1) == Some(&b'u');
-        if let Some((decoded, end)) = binary.then(|| short_string_bytes(chunk, from)).flatten() {
-            let written = &chunk[from..end];
-            let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
-            let cell = if utf8 {
-                // SAFETY: as below, text whose escapes are decoded is text.
-                Cell::Str(Cow::Owned(unsafe { String::from_utf8_unchecked(decoded) }))
-            } else {
-                Cell::Bytes(Cow::Owned(decoded))
-            };
-            return Some(EscapedString { cell: Some(cell), end, utf8 });
-        }
-        // Decoded in the one pass that finds its end and checks its escapes (from its opening
-        // quote, where `string_bytes` starts), its bytes as written then checked as UTF-8.
-        let mut p = Parser::over_bytes(&chunk[from - 1..], Kernel::Avx2);
-        let decoded = p.string_bytes().ok()?;
-        let end = from - 1 + p.pos() - 1;
+        let (decoded, end) = match binary.then(|| short_string_bytes(chunk, from)).flatten() {
+            Some((decoded, end)) => (Cow::Owned(decoded), end),
+            None => {
+                let mut p = Parser::over_bytes(&chunk[from - 1..], Kernel::Avx2);
+                let decoded = p.string_bytes().ok()?;
+                (decoded, from - 1 + p.pos() - 1)
+            }
+        };
+        // Its bytes as written checked as UTF-8.
         let written = &chunk[from..end];
         let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
         let cell = match decoded {
