@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 
 use regex::bytes::Regex;
 
+use super::signs::Signs;
+
 /// A value found: where it lies in the text and what it is (the token's prefix).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Found {
@@ -109,104 +111,7 @@ enum Gate {
     DottedDigits,
 }
 
-/// The signs of one text, seen in one pass over it.
-#[derive(Default)]
-struct Signs {
-    digits: usize,
-    digit_run: usize,
-    plus_digit: bool,
-    ten_digits: bool,
-    digit_groups: bool,
-    pem: bool,
-    jwt: bool,
-    at: bool,
-    keyword: bool,
-    key_prefix: bool,
-    iban: bool,
-    colons: usize,
-    double_colon: bool,
-    dotted_digits: usize,
-}
-
-/// Each detector's pattern starts its value at a word boundary; these start words.
-fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
 impl Signs {
-    fn of(text: &[u8]) -> Signs {
-        let mut signs = Signs::default();
-        let at = |j: usize| text.get(j).copied().unwrap_or(0);
-        let mut run = 0;
-        // The last digits together, and whether the byte just read is one space, dot or dash
-        // after two of them at least (`armed`: the next digits would follow such a group).
-        let mut group = 0;
-        let mut armed = false;
-        let mut in_word = false;
-        let mut i = 0;
-        let letter = |b: &u8| b.is_ascii_alphabetic() || *b == b'_';
-        while i < text.len() {
-            let b = text[i];
-            i += 1;
-            if in_word && letter(&b) {
-                // Inside a word (most of a text): nothing to see but that a run of digits ended.
-                signs.digit_run = signs.digit_run.max(run);
-                run = 0;
-                group = 0;
-                armed = false;
-                while text.get(i).is_some_and(letter) {
-                    i += 1;
-                }
-                continue;
-            }
-            if b.is_ascii_digit() {
-                // The digits together, read at once.
-                let start = i - 1;
-                while text.get(i).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                }
-                let digits = i - start;
-                signs.digits += digits;
-                run += digits;
-                group = digits;
-                signs.ten_digits |= group >= 10;
-                signs.digit_groups |= armed && group >= 3;
-                in_word = true;
-                continue;
-            }
-            let i = i - 1;
-            armed = group >= 2 && matches!(b, b' ' | b'.' | b'-');
-            group = 0;
-            if !matches!(b, b' ' | b'(' | b')' | b'.' | b'+' | b'-') {
-                signs.digit_run = signs.digit_run.max(run);
-                run = 0;
-            }
-            let starts_word = !in_word;
-            in_word = is_word_byte(b);
-            if in_word {
-                if starts_word {
-                    signs.word_start(b, at(i + 1), at(i + 2), at(i + 3));
-                }
-                continue;
-            }
-            match b {
-                b':' => {
-                    signs.colons += 1;
-                    signs.double_colon |= i > 0 && text[i - 1] == b':';
-                }
-                b'.' if i > 0 && text[i - 1].is_ascii_digit() && at(i + 1).is_ascii_digit() => signs.dotted_digits += 1,
-                b'@' => signs.at = true,
-                b'+' => signs.plus_digit |= at(i + 1).is_ascii_digit(),
-                b'-' if at(i + 1) == b'-' => signs.pem |= text[i..].starts_with(b"-----BEGIN"),
-                // A keyword may be written with a letter Unicode folds to `k` or `s`.
-                0x80.. => signs.keyword = true,
-                _ => {}
-            }
-        }
-        signs.digit_run = signs.digit_run.max(run);
-        signs
-    }
-
     /// The gates these signs open, one bit each: most texts open none, and are done.
     fn open(&self) -> u16 {
         let gates = [
@@ -222,18 +127,6 @@ impl Signs {
             (Gate::DottedDigits, self.dotted_digits >= 3),
         ];
         gates.into_iter().fold(0, |open, (gate, is_open)| open | if is_open { gate.bit() } else { 0 })
-    }
-
-    /// What a word starting with `a b c d` may be the start of.
-    fn word_start(&mut self, a: u8, b: u8, c: u8, d: u8) {
-        let lower = [a | 0x20, b | 0x20, c | 0x20];
-        self.keyword |= matches!(
-            &lower,
-            b"bea" | b"bas" | b"tok" | b"pas" | b"pwd" | b"sec" | b"cli" | b"api" | b"x-a" | b"acc" | b"ref" | b"aut" | b"ses" | b"pri" | b"aws"
-        );
-        self.key_prefix |= (a == b'A' && b.is_ascii_uppercase()) || matches!(&[a, b, c], b"ghp" | b"gho" | b"ghu" | b"ghs" | b"ghr" | b"git" | b"glp" | b"xox" | b"rk_" | b"sk_" | b"npm");
-        self.jwt |= [a, b, c] == *b"eyJ";
-        self.iban |= a.is_ascii_uppercase() && b.is_ascii_uppercase() && c.is_ascii_digit() && d.is_ascii_digit();
     }
 }
 

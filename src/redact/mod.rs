@@ -7,6 +7,7 @@ pub mod detect;
 mod parquet;
 pub mod record;
 pub mod rules;
+mod signs;
 pub mod token;
 
 use std::io::{BufWriter, Read, Write};

@@ -1,0 +1,328 @@
+//! The signs of a text that tell which detectors could find anything in it (a digit run,
+//! an `@`, a word starting as a keyword does): every text is read here, most never again, so
+//! a long one is read 64 bytes at a time from bit masks of its bytes' classes.
+
+/// The signs of one text, seen in one pass over it.
+#[derive(Default, Debug, PartialEq, Eq)]
+pub(super) struct Signs {
+    pub digits: usize,
+    pub digit_run: usize,
+    pub plus_digit: bool,
+    pub ten_digits: bool,
+    pub digit_groups: bool,
+    pub pem: bool,
+    pub jwt: bool,
+    pub at: bool,
+    pub keyword: bool,
+    pub key_prefix: bool,
+    pub iban: bool,
+    pub colons: usize,
+    pub double_colon: bool,
+    pub dotted_digits: usize,
+}
+
+/// Each detector's pattern starts its value at a word boundary; these start words.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The first bytes of a word `word_start` may find something in: capitals (an IBAN, `AKIA`,
+/// any keyword in capitals) and the first letters of the keywords and key prefixes.
+static MAY_START: [bool; 256] = {
+    let mut may = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        may[b] = c.is_ascii_uppercase() || matches!(c, b'a' | b'b' | b'c' | b'e' | b'g' | b'n' | b'p' | b'r' | b's' | b't' | b'x');
+        b += 1;
+    }
+    may
+};
+
+impl Signs {
+    /// The signs of `text`.
+    pub(super) fn of(text: &[u8]) -> Signs {
+        // A short text (an id, a name, a code) is read faster a byte at a time than by the
+        // masks of a padded block.
+        #[cfg(target_arch = "x86_64")]
+        if text.len() >= 64 {
+            return Signs::by_blocks(text);
+        }
+        Signs::bytewise(text)
+    }
+
+    /// The signs read from each 64-byte block's class masks (the last block padded with
+    /// zero bytes, which are in no class): the runs of digits and the starts of words are
+    /// visited, the bytes between them never one at a time.
+    #[cfg(target_arch = "x86_64")]
+    fn by_blocks(text: &[u8]) -> Signs {
+        let mut signs = Signs::default();
+        let at = |j: usize| text.get(j).copied().unwrap_or(0);
+        let mut runs = DigitRuns::default();
+        // What the block before leaves for the next: its last byte's classes.
+        let (mut word_before, mut digit_before, mut colon_before, mut dash_before) = (false, false, false, false);
+        let mut double_dash = false;
+        let mut high = false;
+        let mut base = 0;
+        while base < text.len() {
+            let c = if base + 64 <= text.len() {
+                Classes::of(text[base..base + 64].try_into().expect("64 bytes"), 4)
+            } else {
+                let mut padded = [0u8; 64];
+                padded[..text.len() - base].copy_from_slice(&text[base..]);
+                Classes::of(&padded, (text.len() - base).div_ceil(16))
+            };
+            let word = c.digit | c.letter;
+            let digit_next = (c.digit >> 1) | (u64::from(at(base + 64).is_ascii_digit()) << 63);
+            let digit_prev = (c.digit << 1) | u64::from(digit_before);
+            signs.digits += c.digit.count_ones() as usize;
+            signs.colons += c.colon.count_ones() as usize;
+            signs.double_colon |= c.colon & ((c.colon << 1) | u64::from(colon_before)) != 0;
+            signs.dotted_digits += (c.dot & digit_prev & digit_next).count_ones() as usize;
+            signs.plus_digit |= c.plus & digit_next != 0;
+            signs.at |= c.at != 0;
+            double_dash |= c.dash & ((c.dash << 1) | u64::from(dash_before)) != 0;
+            high |= c.high != 0;
+            let mut starts = c.letter & !((word << 1) | u64::from(word_before));
+            while starts != 0 {
+                let i = base + starts.trailing_zeros() as usize;
+                starts &= starts - 1;
+                if MAY_START[text[i] as usize] {
+                    signs.word_start(text[i], at(i + 1), at(i + 2), at(i + 3));
+                }
+            }
+            if c.digit != 0 || runs.open() {
+                runs.block(text, base, &c, digit_prev, digit_next, &mut signs);
+            }
+            runs.breakers_seen(base, c.breaker);
+            word_before = word >> 63 != 0;
+            digit_before = c.digit >> 63 != 0;
+            colon_before = c.colon >> 63 != 0;
+            dash_before = c.dash >> 63 != 0;
+            base += 64;
+        }
+        // A keyword may be written with a letter Unicode folds to `k` or `s`.
+        signs.keyword |= high;
+        signs.pem = double_dash && memchr::memmem::find(text, b"-----BEGIN").is_some();
+        signs
+    }
+
+    /// The signs read a byte at a time: of a short text, where there is no SSE2, and what
+    /// the blocks must agree with.
+    pub(super) fn bytewise(text: &[u8]) -> Signs {
+        let mut signs = Signs::default();
+        let at = |j: usize| text.get(j).copied().unwrap_or(0);
+        let mut run = 0;
+        // The last digits together, and whether the byte just read is one space, dot or dash
+        // after two of them at least (`armed`: the next digits would follow such a group).
+        let mut group = 0;
+        let mut armed = false;
+        let mut in_word = false;
+        let mut i = 0;
+        let letter = |b: &u8| b.is_ascii_alphabetic() || *b == b'_';
+        while i < text.len() {
+            let b = text[i];
+            i += 1;
+            if in_word && letter(&b) {
+                // Inside a word (most of a text): nothing to see but that a run of digits ended.
+                signs.digit_run = signs.digit_run.max(run);
+                run = 0;
+                group = 0;
+                armed = false;
+                while text.get(i).is_some_and(letter) {
+                    i += 1;
+                }
+                continue;
+            }
+            if b.is_ascii_digit() {
+                // The digits together, read at once.
+                let start = i - 1;
+                while text.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+                let digits = i - start;
+                signs.digits += digits;
+                run += digits;
+                group = digits;
+                signs.ten_digits |= group >= 10;
+                signs.digit_groups |= armed && group >= 3;
+                in_word = true;
+                continue;
+            }
+            let i = i - 1;
+            armed = group >= 2 && matches!(b, b' ' | b'.' | b'-');
+            group = 0;
+            if !matches!(b, b' ' | b'(' | b')' | b'.' | b'+' | b'-') {
+                signs.digit_run = signs.digit_run.max(run);
+                run = 0;
+            }
+            let starts_word = !in_word;
+            in_word = is_word_byte(b);
+            if in_word {
+                if starts_word && MAY_START[b as usize] {
+                    signs.word_start(b, at(i + 1), at(i + 2), at(i + 3));
+                }
+                continue;
+            }
+            match b {
+                b':' => {
+                    signs.colons += 1;
+                    signs.double_colon |= i > 0 && text[i - 1] == b':';
+                }
+                b'.' if i > 0 && text[i - 1].is_ascii_digit() && at(i + 1).is_ascii_digit() => signs.dotted_digits += 1,
+                b'@' => signs.at = true,
+                b'+' => signs.plus_digit |= at(i + 1).is_ascii_digit(),
+                b'-' if at(i + 1) == b'-' => signs.pem |= text[i..].starts_with(b"-----BEGIN"),
+                // A keyword may be written with a letter Unicode folds to `k` or `s`.
+                0x80.. => signs.keyword = true,
+                _ => {}
+            }
+        }
+        signs.digit_run = signs.digit_run.max(run);
+        signs
+    }
+
+    /// What a word starting with `a b c d` may be the start of.
+    fn word_start(&mut self, a: u8, b: u8, c: u8, d: u8) {
+        let lower = [a | 0x20, b | 0x20, c | 0x20];
+        self.keyword |= matches!(
+            &lower,
+            b"bea" | b"bas" | b"tok" | b"pas" | b"pwd" | b"sec" | b"cli" | b"api" | b"x-a" | b"acc" | b"ref" | b"aut" | b"ses" | b"pri" | b"aws"
+        );
+        self.key_prefix |= (a == b'A' && b.is_ascii_uppercase()) || matches!(&[a, b, c], b"ghp" | b"gho" | b"ghu" | b"ghs" | b"ghr" | b"git" | b"glp" | b"xox" | b"rk_" | b"sk_" | b"npm");
+        self.jwt |= [a, b, c] == *b"eyJ";
+        self.iban |= a.is_ascii_uppercase() && b.is_ascii_uppercase() && c.is_ascii_digit() && d.is_ascii_digit();
+    }
+}
+
+/// One bit per byte of a 64-byte block, for each class of byte the signs look at.
+#[cfg(target_arch = "x86_64")]
+#[derive(Default)]
+struct Classes {
+    digit: u64,
+    /// ASCII letters and `_`: with the digits, the bytes of a word.
+    letter: u64,
+    /// Bytes above 0x7f.
+    high: u64,
+    colon: u64,
+    dot: u64,
+    at: u64,
+    plus: u64,
+    dash: u64,
+    /// Bytes that end a run of digits and separators (a card's): not a digit, space,
+    /// parenthesis, dot, plus or dash.
+    breaker: u64,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Classes {
+    /// The classes of the block's first `lanes` 16 bytes (the rest of a padded block is zeros).
+    #[inline]
+    fn of(block: &[u8; 64], lanes: usize) -> Classes {
+        use std::arch::x86_64::*;
+        let mut c = Classes::default();
+        // SAFETY: SSE2 is part of every x86_64 CPU; each 16 bytes loaded are inside the
+        // block, and loadu takes any alignment.
+        unsafe {
+            for k in 0..lanes {
+                let x = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
+                let eq = |b: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(b as i8));
+                // min(v, n) == v exactly when v <= n, unsigned.
+                let at_most = |v: __m128i, n: u8| _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(n as i8)), v);
+                let digit = at_most(_mm_sub_epi8(x, _mm_set1_epi8(b'0' as i8)), 9);
+                let lower = _mm_or_si128(x, _mm_set1_epi8(0x20));
+                let letter = _mm_or_si128(at_most(_mm_sub_epi8(lower, _mm_set1_epi8(b'a' as i8)), 25), eq(b'_'));
+                let (dot, plus, dash) = (eq(b'.'), eq(b'+'), eq(b'-'));
+                let separator = _mm_or_si128(_mm_or_si128(eq(b' '), eq(b'(')), _mm_or_si128(eq(b')'), _mm_or_si128(dot, _mm_or_si128(plus, dash))));
+                let bits = |v: __m128i| u64::from(_mm_movemask_epi8(v) as u16) << (16 * k);
+                c.digit |= bits(digit);
+                c.letter |= bits(letter);
+                c.high |= bits(x);
+                c.colon |= bits(eq(b':'));
+                c.dot |= bits(dot);
+                c.at |= bits(eq(b'@'));
+                c.plus |= bits(plus);
+                c.dash |= bits(dash);
+                c.breaker |= !bits(_mm_or_si128(digit, separator)) & (0xffff << (16 * k));
+            }
+        }
+        c
+    }
+}
+
+/// The runs of digits met so far, as the bytewise reader keeps them: the one not yet ended,
+/// the last one ended, and the digits of the current stretch of digits and separators.
+#[cfg(target_arch = "x86_64")]
+#[derive(Default)]
+struct DigitRuns {
+    /// The run not yet ended: where it started, whether it continues the last run's stretch,
+    /// and whether one separator after a run of two digits at least is just before it.
+    current: Option<(usize, bool, bool)>,
+    /// The last run ended: where, and how long.
+    last: Option<(usize, usize)>,
+    stretch: usize,
+    /// Where the last breaker before this block is, if any.
+    breaker: Option<usize>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl DigitRuns {
+    fn open(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// The runs that start or end in the block at `base`.
+    fn block(&mut self, text: &[u8], base: usize, c: &Classes, digit_prev: u64, digit_next: u64, signs: &mut Signs) {
+        let starts = c.digit & !digit_prev;
+        let ends = c.digit & !digit_next;
+        let mut events = starts | ends;
+        while events != 0 {
+            let bit = events.trailing_zeros();
+            events &= events - 1;
+            let i = base + bit as usize;
+            if starts >> bit & 1 != 0 {
+                let below = c.breaker & ((1u64 << bit) - 1);
+                let breaker = if below != 0 { Some(base + 63 - below.leading_zeros() as usize) } else { self.breaker };
+                let joins = self.last.is_some_and(|(end, _)| breaker.is_none_or(|b| b < end));
+                let armed = self.last.is_some_and(|(end, len)| len >= 2 && i == end + 2 && matches!(text[end + 1], b' ' | b'.' | b'-'));
+                self.current = Some((i, joins, armed));
+            }
+            if ends >> bit & 1 != 0 {
+                let (start, joins, armed) = self.current.take().expect("a run ends after it starts");
+                let len = i + 1 - start;
+                signs.ten_digits |= len >= 10;
+                signs.digit_groups |= armed && len >= 3;
+                self.stretch = if joins { self.stretch + len } else { len };
+                signs.digit_run = signs.digit_run.max(self.stretch);
+                self.last = Some((i, len));
+            }
+        }
+    }
+
+    /// The block at `base` read: its last breaker is the one before the next block.
+    fn breakers_seen(&mut self, base: usize, breakers: u64) {
+        if breakers != 0 {
+            self.breaker = Some(base + 63 - breakers.leading_zeros() as usize);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The blocks read the signs the bytewise reader does, on random texts of the bytes the
+    /// signs look at, long and short, across block ends.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn blocks_read_the_signs_bytes_do() {
+        let alphabet: &[u8] = b"0123456789 0123456789 .-:()+@_aAbBeEgGkKpPsStTxXyYJ\t\xc2\xa0-----BEGIN";
+        let mut next = crate::testing::random(0x2545_f491_4f6c_dd1d);
+        let mut random = move |n: usize| (next() % n as u64) as usize;
+        for i in 0..100_000 {
+            let len = if i % 10 == 0 { random(400) } else { random(140) };
+            let text: Vec<u8> = (0..len).map(|_| alphabet[random(alphabet.len())]).collect();
+            assert_eq!(Signs::by_blocks(&text), Signs::bytewise(&text), "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
+}
