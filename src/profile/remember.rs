@@ -10,12 +10,28 @@ use std::hash::Hash;
 const REMEMBERED: usize = 1 << 16;
 const LONGEST: usize = 16 << 10;
 
-/// A seed drawn per process for the digests keys are made of: no dump can aim two texts at
-/// one digest.
-pub static SEED: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+/// A secret drawn per process for the digests keys are made of (xxh3's keyed form, 192
+/// bytes, made once where a seed would be made into one for every long text): no dump can aim
+/// two texts at one digest.
+static SECRET: std::sync::LazyLock<[u8; 192]> = std::sync::LazyLock::new(|| {
     use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
+    let mut state = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let mut secret = [0u8; 192];
+    for word in secret.chunks_exact_mut(8) {
+        // splitmix64: each word of the secret from the last.
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        word.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    secret
 });
+
+/// The 128-bit digest under this process's secret that answers are remembered by.
+pub fn digest(bytes: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128_with_secret(bytes, &*SECRET)
+}
 
 /// Answers by key, each distinct answer stored once: a lookup reads a small key, and an
 /// answer used row after row stays in the cores' caches where thousands of copies would not.
@@ -66,12 +82,12 @@ thread_local! {
 }
 
 /// `with` given `compute()`, the answer of `of` for `text`, or that answer remembered from an
-/// earlier row whose text was the same (by a seeded 128-bit digest of it).
+/// earlier row whose text was the same (by its `digest`).
 pub fn with_remembered<T>(of: Of, text: &str, compute: impl FnOnce() -> String, with: impl FnOnce(&str) -> T) -> T {
     if text.len() > LONGEST {
         return with(&compute());
     }
-    let key = (of, xxhash_rust::xxh3::xxh3_128_with_seed(text.as_bytes(), *SEED));
+    let key = (of, digest(text.as_bytes()));
     BY_TEXT.with(|memory| {
         let mut memory = memory.borrow_mut();
         if let Some(answer) = memory.get(&key) {

@@ -3,14 +3,14 @@
 
 use std::cell::RefCell;
 
-use crate::profile::remember::{Answers, SEED};
+use crate::profile::remember::{self, Answers};
 use crate::profile::search;
 
 /// The longest trace remembered at all (a longer one is parsed each time).
 const LONGEST: usize = 64 << 10;
 
 /// Each thread's shapes: signatures by the rules' number and a 128-bit digest of the shape
-/// (`remember::SEED`), and the text shaped last with its digest, so the slots that read one
+/// (`remember::digest`), and the text shaped last with its digest, so the slots that read one
 /// trace (its type, and its type with frames) shape it once.
 #[derive(Default)]
 struct Memory {
@@ -71,7 +71,7 @@ fn shapeable(trace: Written) -> bool {
     }
 }
 
-/// The digest a trace's signatures are remembered by (`with_digest`): a seeded 128-bit digest
+/// The digest a trace's signatures are remembered by (`with_digest`): a keyed 128-bit digest
 /// of its shape, or None for a trace not remembered: one whose shape could be ambiguous
 /// (marker bytes in it, a `\u` escape that could hide indentation) or that is very long. A
 /// caller that reads one trace in several slots asks once.
@@ -94,7 +94,7 @@ pub fn digest(trace: Written) -> Option<u128> {
                 escaped_shape(raw, key, backslashes)
             }
         };
-        shaped.then(|| xxhash_rust::xxh3::xxh3_128_with_seed(key, *SEED))
+        shaped.then(|| remember::digest(key))
     })
 }
 
