@@ -9,6 +9,8 @@ pub(super) struct Signs {
     pub digit_run: usize,
     pub plus_digit: bool,
     pub ten_digits: bool,
+    /// Two digits at least, one space, dot or dash, and three digits at least that end a word
+    /// (a phone's groups: `555-0100`, `030 1234`; not a UUID's `2680-474380a4`).
     pub digit_groups: bool,
     pub pem: bool,
     pub jwt: bool,
@@ -145,7 +147,7 @@ impl Signs {
                 run += digits;
                 group = digits;
                 signs.ten_digits |= group >= 10;
-                signs.digit_groups |= armed && group >= 3;
+                signs.digit_groups |= armed && group >= 3 && !is_word_byte(at(i));
                 in_word = true;
                 continue;
             }
@@ -291,7 +293,7 @@ impl DigitRuns {
                 let (start, joins, armed) = self.current.take().expect("a run ends after it starts");
                 let len = i + 1 - start;
                 signs.ten_digits |= len >= 10;
-                signs.digit_groups |= armed && len >= 3;
+                signs.digit_groups |= armed && len >= 3 && !text.get(i + 1).is_some_and(|&b| is_word_byte(b));
                 self.stretch = if joins { self.stretch + len } else { len };
                 signs.digit_run = signs.digit_run.max(self.stretch);
                 self.last = Some((i, len));
