@@ -251,6 +251,38 @@ fn a_line_that_is_not_json_is_named_and_stays_rejected_without_its_text() {
     assert_eq!(ranking(&original), ranking(&redacted));
 }
 
+/// Lines far into a file, where its lines are redacted by several tasks, are numbered as
+/// the file numbers them, whether the file is read where it lies or as a gzip stream; the
+/// lines around them keep their places.
+#[test]
+fn lines_that_are_not_json_are_numbered_across_the_tasks_of_a_file() {
+    let dir = Dir::new();
+    dir.create("payments.toml", PROFILE);
+    dir.create("key", "a key of more than sixteen bytes");
+    let (lines, _) = planted(2500);
+    let text = format!("{lines}not json at all\n{lines}{lines}{{\"id\": \"cut short\"\n{lines}");
+    let bad = [2501, 7502];
+    assert!(text.len() > 4 << 20, "several tasks' worth: {}", text.len());
+    dir.create("in/p.jsonl", &text);
+    let mut encoder = flate2::write::GzEncoder::new(std::fs::File::create(dir.join("in/q.jsonl.gz")).unwrap(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, text.as_bytes()).unwrap();
+    encoder.finish().unwrap();
+    let run = dir.command().args(["redact", "in", "--profile", "payments.toml", "--key-file", "key", "-o", "out"]).expect_code(0);
+    for name in ["in/p.jsonl", "in/q.jsonl.gz"] {
+        let named: Vec<&str> = run.stderr.lines().filter(|l| l.contains(&format!("{name}:"))).collect();
+        assert_eq!(named.len(), 2, "{}", run.stderr);
+        for (line, n) in named.iter().zip(bad) {
+            assert!(line.contains(&format!("{name}:{n}: not JSON")), "{line}");
+        }
+    }
+    let out = dir.read("out/p.jsonl");
+    assert_eq!(out.lines().count(), text.lines().count());
+    for (i, line) in out.lines().enumerate() {
+        let stub = line.starts_with("{\"dlqf_redacted_line\"");
+        assert_eq!(stub, bad.contains(&(i + 1)), "line {}", i + 1);
+    }
+}
+
 #[test]
 fn plan_refuses_a_redacted_dump() {
     let dir = Dir::new();

@@ -4,6 +4,7 @@
 
 pub mod coarsen;
 pub mod detect;
+mod lines;
 mod parquet;
 pub mod record;
 pub mod rules;
@@ -13,13 +14,12 @@ pub mod token;
 use std::io::{BufWriter, Read, Write};
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 
-use crate::lines::LineBlocks;
 use crate::profile::Profile;
 use crate::raw_json;
-use crate::source::{decompressed, is_document, Compression, Format, Input, WRAPPERS};
+use crate::source::{decompressed, sniffed, Compression, Format, Input, WRAPPERS};
 use crate::storage::{Location, Output, Storage};
+use lines::{redact_lines, Lines};
 pub use record::Redactor;
 pub use token::Keyed;
 
@@ -68,13 +68,25 @@ fn redact_file(storage: &Storage, display: &str, location: &Location, format: Fo
     match format {
         Format::Parquet => parquet::redact(storage, display, location, destination, redactor, marker),
         Format::Jsonl(compression) => {
-            // Written compressed as it was read, whatever its name says.
-            let (reader, compression) = decompressed(storage.open(location)?, compression, display)?;
+            // A local file that is not compressed is read where it lies; any other is read as
+            // a stream, decompressed. Written compressed as it was read, whatever its name says.
+            let mapped = match compression {
+                Compression::None => storage.map(location)?.filter(|m| sniffed(Compression::None, &m.map) == Compression::None),
+                _ => None,
+            };
+            let (lines, compression) = match &mapped {
+                Some(m) => (Lines::Mapped(&m.map), Compression::None),
+                None => {
+                    let (reader, compression) = decompressed(storage.open(location)?, compression, display)?;
+                    (Lines::Read(reader), compression)
+                }
+            };
             let mut output = Output::create(storage, destination)?;
             let report = {
                 let writer = compressed(output.file(), compression)?;
-                let mut writer = BufWriter::with_capacity(1 << 20, writer);
-                let report = redact_lines(reader, &mut writer, redactor, marker, display)?;
+                // Small: a block's chunks are written past it, not copied into it first.
+                let mut writer = BufWriter::with_capacity(64 << 10, writer);
+                let report = redact_lines(lines, &mut writer, redactor, marker, display)?;
                 writer.flush().with_context(|| format!("{destination}: write failed"))?;
                 let inner = writer.into_inner().map_err(|e| e.into_error()).with_context(|| format!("{destination}: write failed"))?;
                 inner.finish().with_context(|| format!("{destination}: write failed"))?;
@@ -129,157 +141,6 @@ fn compressed<W: Write>(writer: W, compression: Compression) -> Result<Compresse
         Compression::Gzip => Compressed::Gzip(flate2::GzBuilder::new().mtime(0).write(writer, flate2::Compression::default())),
         Compression::Zstd => Compressed::Zstd(zstd::Encoder::new(writer, 3)?),
     })
-}
-
-/// The lines of a JSON-lines stream redacted in blocks, each block's lines in parallel, in
-/// order; a block is written on a thread of its own while the next is read and redacted. A
-/// JSON document (an array, a wrapper object, pretty-printed records) is read whole.
-fn redact_lines(reader: Box<dyn Read + Send>, out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
-    let mut blocks = LineBlocks::new(reader, 8 << 20);
-    let mut report = FileReport::default();
-    let mut line_no = 0usize;
-    let Some(first) = blocks.next_into(Vec::new()) else { return Ok(report) };
-    let first = first.with_context(|| format!("{name}: read failed"))?;
-    if is_document(&first) {
-        let mut whole = first;
-        while let Some(rest) = blocks.next_into(Vec::new()) {
-            whole.extend_from_slice(&rest.with_context(|| format!("{name}: read failed"))?);
-        }
-        if let Some((written, records)) = redact_document(&whole, redactor, marker) {
-            out.write_all(&written)?;
-            report.records = records;
-            return Ok(report);
-        }
-        // Not a sequence of JSON values after all: read as lines, as rank does.
-        for chunk in redact_block(&whole, &Redactors::new(redactor), marker, name, &mut line_no, &mut report) {
-            out.write_all(&chunk)?;
-        }
-        return Ok(report);
-    }
-    std::thread::scope(|scope| -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Vec<u8>>>(2);
-        let writer = scope.spawn(move || -> std::io::Result<()> {
-            for chunks in rx {
-                for chunk in chunks {
-                    out.write_all(&chunk)?;
-                }
-            }
-            Ok(())
-        });
-        let redactors = Redactors::new(redactor);
-        let mut block = Some(first);
-        let mut spare = Vec::new();
-        while let Some(current) = block.take() {
-            // The next block is read while this one is redacted.
-            let (chunks, next) = rayon::join(|| redact_block(&current, &redactors, marker, name, &mut line_no, &mut report), || blocks.next_into(std::mem::take(&mut spare)));
-            if tx.send(chunks).is_err() {
-                break; // the writer failed: its error is below
-            }
-            spare = current;
-            block = next.transpose().with_context(|| format!("{name}: read failed"))?;
-        }
-        drop(tx);
-        writer.join().expect("the writer does not panic")?;
-        Ok(())
-    })?;
-    Ok(report)
-}
-
-/// Redactors for the threads redacting a file's blocks, each kept from chunk to chunk (with
-/// the replacements it remembers and the memory it has grown).
-struct Redactors<'a, 'r> {
-    first: &'a Redactor<'r>,
-    idle: std::sync::Mutex<Vec<Redactor<'r>>>,
-}
-
-impl<'a, 'r> Redactors<'a, 'r> {
-    fn new(first: &'a Redactor<'r>) -> Self {
-        Redactors { first, idle: std::sync::Mutex::new(Vec::new()) }
-    }
-
-    fn with<T>(&self, work: impl FnOnce(&mut Redactor<'r>) -> T) -> T {
-        let idle = self.idle.lock().expect("no redactor panics").pop();
-        let mut redactor = idle.unwrap_or_else(|| self.first.clone());
-        let done = work(&mut redactor);
-        self.idle.lock().expect("no redactor panics").push(redactor);
-        done
-    }
-}
-
-/// Lines a parallel task redacts: enough to outweigh its cost, few enough that two threads
-/// finish a block together.
-const CHUNK_LINES: usize = 256;
-
-/// One block of whole lines, each redacted on its own: the redacted chunks, in order.
-fn redact_block(block: &[u8], redactors: &Redactors, marker: &str, name: &str, line_no: &mut usize, report: &mut FileReport) -> Vec<Vec<u8>> {
-    let mut lines: Vec<&[u8]> = Vec::with_capacity(block.len() / 256);
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', block) {
-        lines.push(&block[start..=end]);
-        start = end + 1;
-    }
-    if start < block.len() {
-        lines.push(&block[start..]);
-    }
-    let first_line = *line_no + 1;
-    *line_no += lines.len();
-    let done: Vec<(Vec<u8>, Vec<String>, u64)> = lines
-        .par_chunks(CHUNK_LINES)
-        .enumerate()
-        .map(|(chunk_no, chunk)| {
-            redactors.with(|redactor| {
-                let mut out = Vec::with_capacity(chunk.iter().map(|l| l.len() + 64).sum());
-                let mut malformed = Vec::new();
-                let mut records = 0;
-                for (i, line) in chunk.iter().enumerate() {
-                    let number = first_line + chunk_no * CHUNK_LINES + i;
-                    match redact_line(line, redactor, marker, &mut out) {
-                        Ok(true) => records += 1,
-                        Ok(false) => {}
-                        Err(why) => malformed.push(format!("{name}:{number}: {why}")),
-                    }
-                }
-                (out, malformed, records)
-            })
-        })
-        .collect();
-    let mut chunks = Vec::with_capacity(done.len());
-    for (bytes, malformed, records) in done {
-        chunks.push(bytes);
-        report.malformed.extend(malformed);
-        report.records += records;
-    }
-    chunks
-}
-
-/// One line (with its line end) redacted into `out`. Ok(true): a record; Ok(false): a blank
-/// line, kept; Err: not JSON, written as a stub that is not JSON either.
-fn redact_line(line: &[u8], redactor: &mut Redactor, marker: &str, out: &mut Vec<u8>) -> Result<bool, String> {
-    let (body, end) = match line.strip_suffix(b"\n") {
-        Some(body) => match body.strip_suffix(b"\r") {
-            Some(body) => (body, &b"\r\n"[..]),
-            None => (body, &b"\n"[..]),
-        },
-        None => (line, &b""[..]),
-    };
-    if body.trim_ascii().is_empty() {
-        out.extend_from_slice(line);
-        return Ok(false);
-    }
-    let start = out.len();
-    if let Err(e) = record_with_marker(body.trim_ascii(), redactor, marker, out) {
-        // Its text may hold anything: a stub a reader rejects as well, the line's token in it.
-        out.truncate(start);
-        out.extend_from_slice(b"{\"");
-        out.extend_from_slice(MARKER.as_bytes());
-        out.extend_from_slice(b"_line\":\"");
-        out.extend_from_slice(redactor.text_token(body).as_bytes());
-        out.extend_from_slice(b"\"");
-        out.extend_from_slice(end);
-        return Err(format!("not JSON ({e}); written as a stub that is not JSON either"));
-    }
-    out.extend_from_slice(end);
-    Ok(true)
 }
 
 /// Whether a line is one JSON value, as the readers check it (the same scanner): bytes that

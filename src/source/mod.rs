@@ -17,7 +17,7 @@ mod scan;
 mod table;
 
 pub use input::{format_from_name, hive_folders, inputs, partition_outside, prune_partitions, Compression, Format, Input, Window, STATE_HEAD};
-pub use json::{decompressed, is_document, FieldPicker, WRAPPERS};
+pub use json::{decompressed, is_document, sniffed, FieldPicker, WRAPPERS};
 pub use parquet::footer_value as parquet_footer_value;
 pub use parquet::check_whole as check_parquet;
 pub use row::layout;

@@ -146,6 +146,14 @@ impl Storage {
         }
     }
 
+    /// A local file mapped into memory (`map_file`); None for stdin, S3, pipes and empty files.
+    pub fn map(&self, location: &Location) -> Result<Option<MappedFile>> {
+        match location {
+            Location::File(path) => map_file(path),
+            Location::Std | Location::S3 { .. } => Ok(None),
+        }
+    }
+
     /// Opens objects (with their sizes, when known) one after another, in order; small S3
     /// objects are fetched ahead, several at once, so many small objects cost little more than
     /// one large one. Take them in order.
@@ -206,12 +214,9 @@ impl Opener<'_> {
         }
     }
 
-    /// A local file mapped into memory (`map_file`); None for stdin, S3, pipes and empty files.
+    /// A local file mapped into memory (`Storage::map`).
     pub fn map(&self, location: &Location) -> Result<Option<MappedFile>> {
-        match location {
-            Location::File(path) => map_file(path),
-            Location::Std | Location::S3 { .. } => Ok(None),
-        }
+        self.storage.map(location)
     }
 }
 

@@ -89,7 +89,7 @@ pub fn decompressed(raw: Box<dyn Read + Send>, compression: Compression, display
 
 /// The compression a stream is in: as its name says, or when the name says nothing, as its
 /// first bytes say.
-fn sniffed(given: Compression, head: &[u8]) -> Compression {
+pub fn sniffed(given: Compression, head: &[u8]) -> Compression {
     match (given, head) {
         (Compression::None, [0x1f, 0x8b, ..]) => Compression::Gzip,
         (Compression::None, [0x28, 0xb5, 0x2f, 0xfd, ..]) => Compression::Zstd,
