@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use super::{record_with_marker, redact_document, FileReport, Redactor, MARKER};
 use crate::lines::LineBlocks;
 use crate::source::is_document;
+use crate::storage::release;
 
 /// The bytes of lines a block holds: the output of one is in memory at a time per stage.
 const BLOCK_BYTES: usize = 8 << 20;
@@ -22,7 +23,7 @@ const TASK_BYTES: usize = 256 << 10;
 /// Where the lines come from: a local file's mapping, read where it lies, or a stream read a
 /// block at a time (the next block read while this one is redacted).
 pub(super) enum Lines<'m> {
-    Mapped(&'m [u8]),
+    Mapped(&'m memmap2::Mmap),
     Read(Box<dyn Read + Send>),
 }
 
@@ -30,8 +31,13 @@ pub(super) enum Lines<'m> {
 /// pretty-printed records) is read whole.
 pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
     let mut report = FileReport::default();
+    let mapping = match &lines {
+        Lines::Mapped(map) => Some(*map),
+        Lines::Read(_) => None,
+    };
     let (mut blocks, first) = match lines {
-        Lines::Mapped(text) => {
+        Lines::Mapped(map) => {
+            let text: &[u8] = map;
             if is_document(text) {
                 return redact_whole(text, out, redactor, marker, name);
             }
@@ -74,7 +80,13 @@ pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor
             let (chunks, next) = match (&current, &mut blocks) {
                 (Block::Mapped(text), _) => {
                     let (this, rest) = text.split_at(cut(text, BLOCK_BYTES));
-                    (tasks.redact(this, &mut report), (!rest.is_empty()).then_some(Ok(Block::Mapped(rest))))
+                    let chunks = tasks.redact(this, &mut report);
+                    // Its pages leave the resident set, as a read block's memory is reused.
+                    if let Some(map) = mapping {
+                        let start = this.as_ptr() as usize - map.as_ptr() as usize;
+                        release(map, start..start + this.len());
+                    }
+                    (chunks, (!rest.is_empty()).then_some(Ok(Block::Mapped(rest))))
                 }
                 // The next block is read while this one is redacted.
                 (Block::Owned(bytes), Some(blocks)) => {

@@ -26,6 +26,15 @@ pub fn map_file(path: &Path) -> Result<Option<MappedFile>> {
     Ok(Some(MappedFile { map, file }))
 }
 
+/// Lets a mapped range's pages leave the resident set (they stay in the page cache), which
+/// would otherwise grow to the size of the file read.
+pub fn release(map: &memmap2::Mmap, range: Range<usize>) {
+    #[cfg(unix)]
+    // SAFETY: a read-only mapping of a file: a page dropped here that is touched again (a
+    // neighbouring chunk's first line) is read back from the file.
+    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len()) };
+}
+
 /// A local file's mapping and the open file it maps.
 pub struct MappedFile {
     pub map: memmap2::Mmap,

@@ -8,7 +8,7 @@ mod file;
 mod s3;
 
 pub use disk_writer::DiskWriter;
-pub use file::{map_file, MappedFile};
+pub use file::{map_file, release, MappedFile};
 
 use std::fmt;
 use std::fs::File;

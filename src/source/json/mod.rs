@@ -26,7 +26,7 @@ use crate::source::row::rows::{FullRow, Record, Rows};
 use crate::source::row::tally::PieceTally;
 use crate::source::row::tree::FieldTree;
 use crate::lines::{line_at, LineBlocks};
-use crate::storage::{MappedFile, Opener};
+use crate::storage::{release, MappedFile, Opener};
 use crate::timestamp::DateCache;
 
 const CHUNK_BYTES: usize = 8 << 20;
@@ -452,14 +452,6 @@ impl Chunks {
             ChunkBytes::Mapped(map, range) => release(&map, range),
         }
     }
-}
-
-/// Lets a mapped range's pages leave the resident set (they stay in the page cache).
-fn release(map: &Mmap, range: Range<usize>) {
-    #[cfg(unix)]
-    // SAFETY: a read-only mapping of a file: a page dropped here that is touched again (a
-    // neighbouring chunk's first line) is read back from the file.
-    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len()) };
 }
 
 /// Whether copying a chunk of a mapped file out costs less than reading it in place, told by
