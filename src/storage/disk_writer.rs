@@ -103,6 +103,19 @@ impl DiskWriter {
     }
 }
 
+/// For writers layered on it (a compressor): every write is taken whole.
+impl io::Write for DiskWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    /// Nothing: the bytes go to disk a buffer at a time, and the rest at `finish`.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A writer thread: takes full buffers in turn, writes each where it goes and sends it back
 /// (or the error that stopped it).
 fn write_buffers(file: &File, to_write: &Mutex<Receiver<(u64, Buffer)>>, done: &Sender<io::Result<Buffer>>) {
