@@ -104,6 +104,13 @@ fn ranking(report: &Value) -> (Value, Value, Vec<String>) {
     (report["total"].clone(), report["rejected"].clone(), buckets)
 }
 
+/// `text` written gzip-compressed to `name` in `dir`.
+fn gzip(dir: &Dir, name: &str, text: &str) {
+    let mut encoder = flate2::write::GzEncoder::new(std::fs::File::create(dir.join(name)).unwrap(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, text.as_bytes()).unwrap();
+    encoder.finish().unwrap();
+}
+
 fn redact(dir: &Dir, input: &str, key: &str, out: &str, extra: &[&str]) -> String {
     dir.command().args(extra).args(["redact", input, "--profile", "payments.toml", "--key-file", key, "-o", out]).ok()
 }
@@ -210,10 +217,7 @@ fn one_key_gives_the_same_bytes_on_any_thread_count_and_another_key_other_tokens
     dir.create("other", "another key, also long enough");
     let (lines, _) = planted(3000);
     dir.create("in/p.jsonl", &lines);
-    let gz = dir.join("in/p2.jsonl.gz");
-    let mut encoder = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut encoder, lines.as_bytes()).unwrap();
-    encoder.finish().unwrap();
+    gzip(&dir, "in/p2.jsonl.gz", &lines);
 
     redact(&dir, "in", "key", "a", &["--threads", "1"]);
     redact(&dir, "in", "key", "b", &["--threads", "3"]);
@@ -264,9 +268,7 @@ fn lines_that_are_not_json_are_numbered_across_the_tasks_of_a_file() {
     let bad = [2501, 7502];
     assert!(text.len() > 4 << 20, "several tasks' worth: {}", text.len());
     dir.create("in/p.jsonl", &text);
-    let mut encoder = flate2::write::GzEncoder::new(std::fs::File::create(dir.join("in/q.jsonl.gz")).unwrap(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut encoder, text.as_bytes()).unwrap();
-    encoder.finish().unwrap();
+    gzip(&dir, "in/q.jsonl.gz", &text);
     let run = dir.command().args(["redact", "in", "--profile", "payments.toml", "--key-file", "key", "-o", "out"]).expect_code(0);
     for name in ["in/p.jsonl", "in/q.jsonl.gz"] {
         let named: Vec<&str> = run.stderr.lines().filter(|l| l.contains(&format!("{name}:"))).collect();
