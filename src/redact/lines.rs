@@ -31,17 +31,12 @@ pub(super) enum Lines<'m> {
 /// pretty-printed records) is read whole.
 pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
     let mut report = FileReport::default();
-    let mapping = match &lines {
-        Lines::Mapped(map) => Some(*map),
-        Lines::Read(_) => None,
-    };
     let (mut blocks, first) = match lines {
         Lines::Mapped(map) => {
-            let text: &[u8] = map;
-            if is_document(text) {
-                return redact_whole(text, out, redactor, marker, name);
+            if is_document(map) {
+                return redact_whole(map, out, redactor, marker, name);
             }
-            (None, Block::Mapped(text))
+            (None, Block::Mapped { map, start: 0 })
         }
         Lines::Read(reader) => {
             let mut blocks = LineBlocks::new(reader, BLOCK_BYTES);
@@ -78,15 +73,12 @@ pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor
         let mut spare = Vec::new();
         while let Some(current) = block.take() {
             let (chunks, next) = match (&current, &mut blocks) {
-                (Block::Mapped(text), _) => {
-                    let (this, rest) = text.split_at(cut(text, BLOCK_BYTES));
-                    let chunks = tasks.redact(this, &mut report);
+                (&Block::Mapped { map, start }, _) => {
+                    let end = start + cut(&map[start..], BLOCK_BYTES);
+                    let chunks = tasks.redact(&map[start..end], &mut report);
                     // Its pages leave the resident set, as a read block's memory is reused.
-                    if let Some(map) = mapping {
-                        let start = this.as_ptr() as usize - map.as_ptr() as usize;
-                        release(map, start..start + this.len());
-                    }
-                    (chunks, (!rest.is_empty()).then_some(Ok(Block::Mapped(rest))))
+                    release(map, start..end);
+                    (chunks, (end < map.len()).then_some(Ok(Block::Mapped { map, start: end })))
                 }
                 // The next block is read while this one is redacted.
                 (Block::Owned(bytes), Some(blocks)) => {
@@ -110,9 +102,10 @@ pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor
     Ok(report)
 }
 
-/// A block of whole lines: a range of the mapping, or read into memory.
+/// A block of whole lines: the mapping's lines from `start` (as many as `cut` gives), or
+/// lines read into memory.
 enum Block<'m> {
-    Mapped(&'m [u8]),
+    Mapped { map: &'m memmap2::Mmap, start: usize },
     Owned(Vec<u8>),
 }
 
