@@ -100,8 +100,8 @@ enum Gate {
     /// A run of digits, spaces and `().+-` holding thirteen digits.
     CardDigits,
     /// What every phone pattern holds: a `+` before a digit, ten digits together, or two
-    /// groups of digits (two, then three at least that end a word) with one space, dot or dash
-    /// between (a date `2026-11-02`, a time or a UUID's groups are none of these).
+    /// groups of digits as its last two are, one space, dot or dash between (a date
+    /// `2026-11-02`, a time, a UUID's groups or an IPv4 address are none of these).
     PhoneDigits,
     /// A word starting with two capitals and two digits (an IBAN's country and check digits).
     Iban,

@@ -9,8 +9,8 @@ pub(super) struct Signs {
     pub digit_run: usize,
     pub plus_digit: bool,
     pub ten_digits: bool,
-    /// Two digits at least, one space, dot or dash, and three digits at least that end a word
-    /// (a phone's groups: `555-0100`, `030 1234`; not a UUID's `2680-474380a4`).
+    /// Two groups of digits as a phone's last two are (`next_group_needs`): `555-0100`,
+    /// `030 1234`; not a UUID's `ef82-4812` or `2680-474380a4`, nor an address's `157.173`.
     pub digit_groups: bool,
     pub pem: bool,
     pub jwt: bool,
@@ -21,6 +21,20 @@ pub(super) struct Signs {
     pub colons: usize,
     pub double_colon: bool,
     pub dotted_digits: usize,
+}
+
+/// After a run of `len` digits starting with `first` (and a word, if `starts_word`), then
+/// `separator`: the digits the next run needs, ending a word, for the two to be what a phone
+/// pattern's last two groups are (0: none would). A phone's groups start a word and end
+/// three digits or more then four (`555-0100`, `(415) 555 0100`, `415555-0100`), or a trunk
+/// prefix `0` with one to four digits, a space or dash, then three or more (`030 1234 5678`).
+fn next_group_needs(first: u8, len: usize, starts_word: bool, separator: u8) -> usize {
+    match separator {
+        _ if !starts_word => 0,
+        b' ' | b'-' if first == b'0' && len >= 2 => 3,
+        b' ' | b'.' | b'-' if len >= 3 => 4,
+        _ => 0,
+    }
 }
 
 /// Each detector's pattern starts its value at a word boundary; these start words.
@@ -115,10 +129,10 @@ impl Signs {
         let mut signs = Signs::default();
         let at = |j: usize| text.get(j).copied().unwrap_or(0);
         let mut run = 0;
-        // The last digits together, and whether the byte just read is one space, dot or dash
-        // after two of them at least (`armed`: the next digits would follow such a group).
-        let mut group = 0;
-        let mut armed = false;
+        // The last digits together (whether they start a word, their first), and the digits
+        // the next run needs to be a phone's groups with them (`armed`: none if 0).
+        let (mut group, mut group_starts_word, mut group_first) = (0, false, 0);
+        let mut armed = 0;
         let mut in_word = false;
         let mut i = 0;
         let letter = |b: &u8| b.is_ascii_alphabetic() || *b == b'_';
@@ -130,7 +144,7 @@ impl Signs {
                 signs.digit_run = signs.digit_run.max(run);
                 run = 0;
                 group = 0;
-                armed = false;
+                armed = 0;
                 while text.get(i).is_some_and(letter) {
                     i += 1;
                 }
@@ -145,14 +159,14 @@ impl Signs {
                 let digits = i - start;
                 signs.digits += digits;
                 run += digits;
-                group = digits;
+                (group, group_starts_word, group_first) = (digits, !in_word, b);
                 signs.ten_digits |= group >= 10;
-                signs.digit_groups |= armed && group >= 3 && !is_word_byte(at(i));
+                signs.digit_groups |= armed > 0 && group >= armed && !is_word_byte(at(i));
                 in_word = true;
                 continue;
             }
             let i = i - 1;
-            armed = group >= 2 && matches!(b, b' ' | b'.' | b'-');
+            armed = if group > 0 { next_group_needs(group_first, group, group_starts_word, b) } else { 0 };
             group = 0;
             if !matches!(b, b' ' | b'(' | b')' | b'.' | b'+' | b'-') {
                 signs.digit_run = signs.digit_run.max(run);
@@ -258,8 +272,8 @@ impl Classes {
 #[derive(Default)]
 struct DigitRuns {
     /// The run not yet ended: where it started, whether it continues the last run's stretch,
-    /// and whether one separator after a run of two digits at least is just before it.
-    current: Option<(usize, bool, bool)>,
+    /// and the digits it needs to be a phone's groups with the last run (0: it cannot be).
+    current: Option<(usize, bool, usize)>,
     /// The last run ended: where, and how long.
     last: Option<(usize, usize)>,
     stretch: usize,
@@ -286,14 +300,20 @@ impl DigitRuns {
                 let below = c.breaker & ((1u64 << bit) - 1);
                 let breaker = if below != 0 { Some(base + 63 - below.leading_zeros() as usize) } else { self.breaker };
                 let joins = self.last.is_some_and(|(end, _)| breaker.is_none_or(|b| b < end));
-                let armed = self.last.is_some_and(|(end, len)| len >= 2 && i == end + 2 && matches!(text[end + 1], b' ' | b'.' | b'-'));
+                let armed = match self.last {
+                    Some((end, len)) if i == end + 2 => {
+                        let start = end + 1 - len;
+                        next_group_needs(text[start], len, start == 0 || !is_word_byte(text[start - 1]), text[end + 1])
+                    }
+                    _ => 0,
+                };
                 self.current = Some((i, joins, armed));
             }
             if ends >> bit & 1 != 0 {
                 let (start, joins, armed) = self.current.take().expect("a run ends after it starts");
                 let len = i + 1 - start;
                 signs.ten_digits |= len >= 10;
-                signs.digit_groups |= armed && len >= 3 && !text.get(i + 1).is_some_and(|&b| is_word_byte(b));
+                signs.digit_groups |= armed > 0 && len >= armed && !text.get(i + 1).is_some_and(|&b| is_word_byte(b));
                 self.stretch = if joins { self.stretch + len } else { len };
                 signs.digit_run = signs.digit_run.max(self.stretch);
                 self.last = Some((i, len));
