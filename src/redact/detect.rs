@@ -353,6 +353,9 @@ mod tests {
             "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "github_pat_aaaaaaaaaaaaaaaaaaaaaaaa", "xoxb-aaaaaaaaaaaa", "sk_live_aaaaaaaaaaaaaaaaaa",
             "AIzaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "glpat-aaaaaaaaaaaaaaaaaaaa", "npm_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
             "-----BEGIN RSA PRIVATE KEY-----abc", "eyJhbGciOi.eyJzdWIiOi.abc", "Basic\u{a0}abcdefghijklmnopqrstu", "token abcdefg1", "10.0.0.1", "+683 4002",
+            "refresh_token=abcd1234", "x-api-key: abcd1234", "session_id=abcd1234", "client_secret=abcd1234", "auth_token=abcd1234",
+            "access_token=abcd1234", "private_key=abcd1234", "aws_secret_access_key=abcd1234", "passwd=abcd1234", "pwd=abcd1234",
+            "apikey=abcd1234", "api-key=abcd1234", "secret=abcd1234",
         ];
         for value in values {
             for end in 1..=value.len() {

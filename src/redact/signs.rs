@@ -200,11 +200,15 @@ impl Signs {
 
     /// What a word starting with `a b c d` may be the start of.
     fn word_start(&mut self, a: u8, b: u8, c: u8, d: u8) {
-        let lower = [a | 0x20, b | 0x20, c | 0x20];
-        self.keyword |= matches!(
-            &lower,
-            b"bea" | b"bas" | b"tok" | b"pas" | b"pwd" | b"sec" | b"cli" | b"api" | b"x-a" | b"acc" | b"ref" | b"aut" | b"ses" | b"pri" | b"aws"
-        );
+        // In ASCII, `| 0x20` makes a letter lower case and a byte that is not one no letter.
+        let lower = [a | 0x20, b | 0x20, c | 0x20, d | 0x20];
+        self.keyword |= match &lower {
+            b"bear" | b"basi" | b"toke" | b"pass" | b"secr" | b"clie" | b"acce" | b"refr" | b"auth" | b"sess" | b"priv" => true,
+            [b'p', b'w', b'd', _] => true,
+            [b'a', b'p', b'i', _] => matches!(d, b'_' | b'-' | b'k' | b'K'),
+            [b'a', b'w', b's', _] => d == b'_',
+            _ => false,
+        };
         self.key_prefix |= (a == b'A' && b.is_ascii_uppercase()) || matches!(&[a, b, c], b"ghp" | b"gho" | b"ghu" | b"ghs" | b"ghr" | b"git" | b"glp" | b"xox" | b"rk_" | b"sk_" | b"npm");
         self.jwt |= [a, b, c] == *b"eyJ";
         self.iban |= a.is_ascii_uppercase() && b.is_ascii_uppercase() && c.is_ascii_digit() && d.is_ascii_digit();
