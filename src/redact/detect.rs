@@ -99,7 +99,7 @@ enum Gate {
     KeyPrefix,
     /// A run of digits, spaces and `().+-` holding thirteen digits.
     CardDigits,
-    /// What every phone pattern holds: a `+` before a digit, ten digits together, or two
+    /// What every phone pattern holds: a `+` and a phone's digits, ten digits alone, or two
     /// groups of digits as its last two are, one space, dot or dash between (a date
     /// `2026-11-02`, a time, a UUID's groups or an IPv4 address are none of these).
     PhoneDigits,
@@ -352,7 +352,7 @@ mod tests {
             "Bearer abcDEF123456ghiJKL", "token abcdefghijklmnopqrstuv", "to\u{212a}en abcdefghijklmnopqrstuv", "password=hunter22", "API_KEY: s3cr3tvalue",
             "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "github_pat_aaaaaaaaaaaaaaaaaaaaaaaa", "xoxb-aaaaaaaaaaaa", "sk_live_aaaaaaaaaaaaaaaaaa",
             "AIzaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "glpat-aaaaaaaaaaaaaaaaaaaa", "npm_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-            "-----BEGIN RSA PRIVATE KEY-----abc", "eyJhbGciOi.eyJzdWIiOi.abc", "Basic\u{a0}abcdefghijklmnopqrstu", "token abcdefg1", "10.0.0.1", "+683 4002",
+            "-----BEGIN RSA PRIVATE KEY-----abc", "eyJhbGciOi.eyJzdWIiOi.abc", "Basic\u{a0}abcdefghijklmnopqrstu", "token abcdefg1", "10.0.0.1", "+683 4002", "+12345678",
             "refresh_token=abcd1234", "x-api-key: abcd1234", "session_id=abcd1234", "client_secret=abcd1234", "auth_token=abcd1234",
             "access_token=abcd1234", "private_key=abcd1234", "aws_secret_access_key=abcd1234", "passwd=abcd1234", "pwd=abcd1234",
             "apikey=abcd1234", "api-key=abcd1234", "secret=abcd1234",

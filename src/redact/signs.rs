@@ -7,7 +7,9 @@
 pub(super) struct Signs {
     pub digits: usize,
     pub digit_run: usize,
+    /// A `+`, a digit and seven more of a phone's bytes (digits, spaces, `().-`).
     pub plus_digit: bool,
+    /// Ten digits that are a word by themselves.
     pub ten_digits: bool,
     /// Two groups of digits as a phone's last two are (`next_group_needs`): `555-0100`,
     /// `030 1234`; not a UUID's `ef82-4812` or `2680-474380a4`, nor an address's `157.173`.
@@ -35,6 +37,13 @@ fn next_group_needs(first: u8, len: usize, starts_word: bool, separator: u8) -> 
         b' ' | b'.' | b'-' if len >= 3 => 4,
         _ => 0,
     }
+}
+
+/// Whether the `+` at `plus` starts what a phone written with its country code does: a digit,
+/// then seven more digits, spaces or `().-` at least (`+44 20 7946 0958`; not `+00:00`).
+fn phone_after_plus(text: &[u8], plus: usize) -> bool {
+    let after = &text[plus + 1..];
+    after.len() >= 8 && after[0].is_ascii_digit() && after[..8].iter().all(|b| b.is_ascii_digit() || b" ().-".contains(b))
 }
 
 /// Each detector's pattern starts its value at a word boundary; these start words.
@@ -95,7 +104,11 @@ impl Signs {
             signs.colons += c.colon.count_ones() as usize;
             signs.double_colon |= c.colon & ((c.colon << 1) | u64::from(colon_before)) != 0;
             signs.dotted_digits += (c.dot & digit_prev & digit_next).count_ones() as usize;
-            signs.plus_digit |= c.plus & digit_next != 0;
+            let mut plus = c.plus & digit_next;
+            while plus != 0 {
+                signs.plus_digit |= phone_after_plus(text, base + plus.trailing_zeros() as usize);
+                plus &= plus - 1;
+            }
             signs.at |= c.at != 0;
             double_dash |= c.dash & ((c.dash << 1) | u64::from(dash_before)) != 0;
             high |= c.high != 0;
@@ -160,7 +173,7 @@ impl Signs {
                 signs.digits += digits;
                 run += digits;
                 (group, group_starts_word, group_first) = (digits, !in_word, b);
-                signs.ten_digits |= group >= 10;
+                signs.ten_digits |= group == 10 && group_starts_word && !is_word_byte(at(i));
                 signs.digit_groups |= armed > 0 && group >= armed && !is_word_byte(at(i));
                 in_word = true;
                 continue;
@@ -187,7 +200,7 @@ impl Signs {
                 }
                 b'.' if i > 0 && text[i - 1].is_ascii_digit() && at(i + 1).is_ascii_digit() => signs.dotted_digits += 1,
                 b'@' => signs.at = true,
-                b'+' => signs.plus_digit |= at(i + 1).is_ascii_digit(),
+                b'+' => signs.plus_digit |= phone_after_plus(text, i),
                 b'-' if at(i + 1) == b'-' => signs.pem |= text[i..].starts_with(b"-----BEGIN"),
                 // A keyword may be written with a letter Unicode folds to `k` or `s`.
                 0x80.. => signs.keyword = true,
@@ -316,8 +329,9 @@ impl DigitRuns {
             if ends >> bit & 1 != 0 {
                 let (start, joins, armed) = self.current.take().expect("a run ends after it starts");
                 let len = i + 1 - start;
-                signs.ten_digits |= len >= 10;
-                signs.digit_groups |= armed > 0 && len >= armed && !text.get(i + 1).is_some_and(|&b| is_word_byte(b));
+                let ends_word = !text.get(i + 1).is_some_and(|&b| is_word_byte(b));
+                signs.ten_digits |= len == 10 && (start == 0 || !is_word_byte(text[start - 1])) && ends_word;
+                signs.digit_groups |= armed > 0 && len >= armed && ends_word;
                 self.stretch = if joins { self.stretch + len } else { len };
                 signs.digit_run = signs.digit_run.max(self.stretch);
                 self.last = Some((i, len));
