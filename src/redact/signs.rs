@@ -51,6 +51,12 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether the byte at `at` starts a word (no word byte before it).
+#[cfg(target_arch = "x86_64")]
+fn starts_word(text: &[u8], at: usize) -> bool {
+    at == 0 || !is_word_byte(text[at - 1])
+}
+
 /// The first bytes of a word `word_start` may find something in: capitals (an IBAN, `AKIA`,
 /// any keyword in capitals) and the first letters of the keywords and key prefixes.
 static MAY_START: [bool; 256] = {
@@ -320,7 +326,7 @@ impl DigitRuns {
                 let armed = match self.last {
                     Some((end, len)) if i == end + 2 => {
                         let start = end + 1 - len;
-                        next_group_needs(text[start], len, start == 0 || !is_word_byte(text[start - 1]), text[end + 1])
+                        next_group_needs(text[start], len, starts_word(text, start), text[end + 1])
                     }
                     _ => 0,
                 };
@@ -330,7 +336,7 @@ impl DigitRuns {
                 let (start, joins, armed) = self.current.take().expect("a run ends after it starts");
                 let len = i + 1 - start;
                 let ends_word = !text.get(i + 1).is_some_and(|&b| is_word_byte(b));
-                signs.ten_digits |= len == 10 && (start == 0 || !is_word_byte(text[start - 1])) && ends_word;
+                signs.ten_digits |= len == 10 && starts_word(text, start) && ends_word;
                 signs.digit_groups |= armed > 0 && len >= armed && ends_word;
                 self.stretch = if joins { self.stretch + len } else { len };
                 signs.digit_run = signs.digit_run.max(self.stretch);
