@@ -154,7 +154,7 @@ pub fn find(text: &[u8]) -> Vec<Found> {
 
 /// The longest text `too_short_to_hold_a_value` answers for: no value of 13 bytes or fewer
 /// is found without an `@`, `:`, `=`, three dots or seven digits (a bearer credential is 14 at
-/// least, a JWT 17, a service's key 15, a card 13 digits, an IBAN or a phone 7).
+/// least, a JWT 18, a service's key 15, a card 13 digits, an IBAN or a phone 7).
 const SHORT: usize = 13;
 
 /// Whether `text` is a short one (a topic, a type name, a version, a count) that no detector
