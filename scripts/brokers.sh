@@ -49,13 +49,22 @@ start)
   (rabbit_env "$amqp_port"; setsid /usr/lib/rabbitmq/bin/rabbitmq-server > "$dir/rabbitmq/server.log" 2>&1 &)
   for _ in $(seq 1 600); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$amqp_port") 2>/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null; then
-      # Up when its own CLI reaches it, as the tests' vhosts will.
-      (rabbit_env "$amqp_port"; /usr/lib/rabbitmq/bin/rabbitmqctl await_startup --timeout 60 >/dev/null) && exit 0
+      # Up when its own CLI reaches it, as the tests' vhosts will. RabbitMQ 3.10's
+      # `await_startup` can answer `rabbit_is_not_running` for a node whose listeners are open
+      # but whose boot has not finished: asked again, for 90 s at most, until it says ready.
+      deadline=$((SECONDS + 90))
+      while [ "$SECONDS" -lt "$deadline" ]; do
+        (rabbit_env "$amqp_port"; /usr/lib/rabbitmq/bin/rabbitmqctl await_startup --timeout 30 >/dev/null 2>"$dir/rabbitmq/await.log") && exit 0
+        sleep 1
+      done
       break
     fi
     sleep 0.1
   done
-  echo "brokers.sh: RabbitMQ or Redis did not start; see $dir/rabbitmq/server.log, $dir/redis/redis.log" >&2
+  echo "brokers.sh: RabbitMQ or Redis did not start; the ends of their logs follow" >&2
+  for log in "$dir"/rabbitmq/server.log "$dir"/rabbitmq/await.log "$dir"/rabbitmq/log/*.log "$dir"/redis/redis.log; do
+    [ -f "$log" ] && { echo "== $log" && tail -n 15 "$log"; } >&2
+  done
   exit 1
   ;;
 stop)
