@@ -1,27 +1,31 @@
-//! A JSON-lines file redacted a block at a time, each block's lines in parallel tasks and
-//! written in order on a thread of its own: the redaction keeps both cores busy while the
-//! input is read (or lies mapped) and the output is written.
+//! A JSON-lines file redacted in tasks of a few hundred lines, as many in flight as the pool
+//! keeps busy, written in order on a thread of its own: no core waits for a block's last task,
+//! and the input is read (or lies mapped) while the output is written.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 
 use super::{record_with_marker, redact_document, FileReport, Redactor, MARKER};
 use crate::lines::LineBlocks;
 use crate::source::is_document;
 use crate::storage::release;
 
-/// The bytes of lines a block holds: the output of one is in memory at a time per stage.
+/// The bytes of lines read at a time from a stream, and of a mapping released at a time.
 const BLOCK_BYTES: usize = 8 << 20;
 
 /// The bytes of lines one parallel task redacts (about 300 envelope records): enough to
-/// outweigh a task's cost, few enough that two threads finish a block together.
+/// outweigh a task's cost, few enough that the last ones end together.
 const TASK_BYTES: usize = 256 << 10;
 
+/// The tasks started and not yet written (16 MiB of lines): what bounds the memory.
+const IN_FLIGHT: usize = 64;
+
 /// Where the lines come from: a local file's mapping, read where it lies, or a stream read a
-/// block at a time (the next block read while this one is redacted).
+/// block at a time (the next block read while the tasks of this one run).
 pub(super) enum Lines<'m> {
     Mapped(&'m memmap2::Mmap),
     Read(Box<dyn Read + Send>),
@@ -30,17 +34,17 @@ pub(super) enum Lines<'m> {
 /// The lines redacted into `out`, in order; a JSON document (an array, a wrapper object,
 /// pretty-printed records) is read whole.
 pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
-    let mut report = FileReport::default();
-    let (mut blocks, first) = match lines {
+    match lines {
         Lines::Mapped(map) => {
             if is_document(map) {
                 return redact_whole(map, out, redactor, marker, name);
             }
-            (None, Block::Mapped { map, start: 0 })
+            let pipeline = Pipeline { redactor, marker, name, mapped: Some(map) };
+            pipeline.run(std::iter::once(Ok(Block::Borrowed(&map[..]))), out)
         }
         Lines::Read(reader) => {
             let mut blocks = LineBlocks::new(reader, BLOCK_BYTES);
-            let Some(first) = blocks.next_into(Vec::new()) else { return Ok(report) };
+            let Some(first) = blocks.next_into(Vec::new()) else { return Ok(FileReport::default()) };
             let first = first.with_context(|| format!("{name}: read failed"))?;
             if is_document(&first) {
                 let mut whole = first;
@@ -49,82 +53,38 @@ pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor
                 }
                 return redact_whole(&whole, out, redactor, marker, name);
             }
-            (Some(blocks), Block::Owned(first))
+            let rest = std::iter::from_fn(move || blocks.next_into(Vec::new()));
+            let blocks = std::iter::once(Ok(first)).chain(rest).map(|block| block.map(|b| Block::Owned(Arc::new(b))));
+            Pipeline { redactor, marker, name, mapped: None }.run(blocks, out)
         }
-    };
-    let spares = Mutex::new(Vec::new());
-    std::thread::scope(|scope| -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Vec<u8>>>(2);
-        let spares = &spares;
-        let writer = scope.spawn(move || -> std::io::Result<()> {
-            for chunks in rx {
-                for mut chunk in chunks {
-                    out.write_all(&chunk)?;
-                    // Its memory goes to a task of a later block.
-                    chunk.clear();
-                    spares.lock().expect("no task panics").push(chunk);
-                }
-            }
-            Ok(())
-        });
-        let redactors = Redactors::new(redactor);
-        let mut tasks = Tasks { redactors: &redactors, spares, marker, name, line_no: 0 };
-        let mut block = Some(first);
-        let mut spare = Vec::new();
-        while let Some(current) = block.take() {
-            let (chunks, next) = match (&current, &mut blocks) {
-                (&Block::Mapped { map, start }, _) => {
-                    let end = start + cut(&map[start..], BLOCK_BYTES);
-                    let chunks = tasks.redact(&map[start..end], &mut report);
-                    // Its pages leave the resident set, as a read block's memory is reused.
-                    release(map, start..end);
-                    (chunks, (end < map.len()).then_some(Ok(Block::Mapped { map, start: end })))
-                }
-                // The next block is read while this one is redacted.
-                (Block::Owned(bytes), Some(blocks)) => {
-                    let (chunks, next) = rayon::join(|| tasks.redact(bytes, &mut report), || blocks.next_into(std::mem::take(&mut spare)));
-                    (chunks, next.map(|n| n.map(Block::Owned)))
-                }
-                (Block::Owned(bytes), None) => (tasks.redact(bytes, &mut report), None),
-            };
-            if tx.send(chunks).is_err() {
-                break; // the writer failed: its error is below
-            }
-            if let Block::Owned(bytes) = current {
-                spare = bytes;
-            }
-            block = next.transpose().with_context(|| format!("{name}: read failed"))?;
-        }
-        drop(tx);
-        writer.join().expect("the writer does not panic")?;
-        Ok(())
-    })?;
-    Ok(report)
-}
-
-/// A block of whole lines: the mapping's lines from `start` (as many as `cut` gives), or
-/// lines read into memory.
-enum Block<'m> {
-    Mapped { map: &'m memmap2::Mmap, start: usize },
-    Owned(Vec<u8>),
+    }
 }
 
 /// A JSON document's records redacted in its shape, or (not a sequence of JSON values after
 /// all) its lines, as rank reads it.
-fn redact_whole(text: &[u8], out: &mut impl Write, redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
-    let mut report = FileReport::default();
+fn redact_whole(text: &[u8], out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
     if let Some((written, records)) = redact_document(text, redactor, marker) {
         out.write_all(&written)?;
-        report.records = records;
-        return Ok(report);
+        return Ok(FileReport { records, ..FileReport::default() });
     }
-    let redactors = Redactors::new(redactor);
-    let spares = Mutex::new(Vec::new());
-    let mut tasks = Tasks { redactors: &redactors, spares: &spares, marker, name, line_no: 0 };
-    for chunk in tasks.redact(text, &mut report) {
-        out.write_all(&chunk)?;
+    Pipeline { redactor, marker, name, mapped: None }.run(std::iter::once(Ok(Block::Borrowed(text))), out)
+}
+
+/// Whole lines: the mapping's (or a document's) in place, or a block read from a stream, which
+/// its tasks share.
+#[derive(Clone)]
+enum Block<'m> {
+    Borrowed(&'m [u8]),
+    Owned(Arc<Vec<u8>>),
+}
+
+impl Block<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Block::Borrowed(bytes) => bytes,
+            Block::Owned(bytes) => bytes,
+        }
     }
-    Ok(report)
 }
 
 /// Where the first line ending at or after `at` bytes of `text` ends (all of it when none does).
@@ -135,8 +95,119 @@ fn cut(text: &[u8], at: usize) -> usize {
     memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |nl| at + nl + 1)
 }
 
-/// Redactors for the threads redacting a file's blocks, each kept from task to task (with
-/// the replacements it remembers and the memory it has grown).
+/// What one task did: its redacted lines, the lines that were not JSON (numbered within the
+/// task), its records and lines, and the bytes of input it read.
+struct Done {
+    out: Vec<u8>,
+    malformed: Vec<(usize, String)>,
+    records: u64,
+    lines: usize,
+    read: usize,
+}
+
+/// One file's redaction: its blocks cut into tasks the pool runs in any order, and a writer
+/// that puts their output back in order.
+struct Pipeline<'a, 'r, 'm> {
+    redactor: &'a Redactor<'r>,
+    marker: &'a str,
+    name: &'a str,
+    /// A local file's mapping: its pages leave the resident set once their lines are written.
+    mapped: Option<&'m memmap2::Mmap>,
+}
+
+impl Pipeline<'_, '_, '_> {
+    fn run<'m>(&self, blocks: impl Iterator<Item = std::io::Result<Block<'m>>>, out: &mut (impl Write + Send)) -> Result<FileReport> {
+        let redactors = Redactors::new(self.redactor);
+        let spares = Mutex::new(Vec::new());
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Done)>();
+        // A task starts with a credit; the writer gives it back once the task's lines are out.
+        let (credit_tx, credit_rx) = std::sync::mpsc::sync_channel::<()>(IN_FLIGHT);
+        for _ in 0..IN_FLIGHT {
+            credit_tx.send(()).expect("room for every credit");
+        }
+        let (redactors, spares, marker) = (&redactors, &spares, self.marker);
+        let (name, mapped) = (self.name, self.mapped);
+        std::thread::scope(|threads| -> Result<FileReport> {
+            let writer = threads.spawn(move || write_in_order(done_rx, credit_tx, out, spares, mapped, name));
+            let read = rayon::in_place_scope_fifo(|tasks| -> std::io::Result<()> {
+                let mut index = 0;
+                for block in blocks {
+                    let block = block?;
+                    let len = block.bytes().len();
+                    let mut start = 0;
+                    while start < len {
+                        let end = cut(block.bytes(), start + TASK_BYTES);
+                        if credit_rx.recv().is_err() {
+                            return Ok(()); // the writer failed: its error is below
+                        }
+                        let (block, done_tx) = (block.clone(), done_tx.clone());
+                        tasks.spawn_fifo(move |_| {
+                            let done = redactors.with(|redactor| redact_task(&block.bytes()[start..end], redactor, marker, spares));
+                            let _ = done_tx.send((index, done));
+                        });
+                        index += 1;
+                        start = end;
+                    }
+                }
+                Ok(())
+            });
+            drop(done_tx);
+            let report = writer.join().expect("the writer does not panic")?;
+            read.with_context(|| format!("{name}: read failed"))?;
+            Ok(report)
+        })
+    }
+}
+
+/// The tasks' output written in the order of their lines as each is done, a credit given back
+/// for each; a mapping's pages released behind them.
+fn write_in_order(done: Receiver<(usize, Done)>, credits: SyncSender<()>, out: &mut impl Write, spares: &Mutex<Vec<Vec<u8>>>, mapped: Option<&memmap2::Mmap>, name: &str) -> std::io::Result<FileReport> {
+    let mut report = FileReport::default();
+    let mut waiting = BTreeMap::new();
+    let (mut next, mut line_no, mut read, mut released) = (0, 0, 0, 0);
+    for (index, task) in done {
+        waiting.insert(index, task);
+        while let Some(mut task) = waiting.remove(&next) {
+            out.write_all(&task.out)?;
+            report.malformed.extend(task.malformed.into_iter().map(|(line, why)| format!("{name}:{}: {why}", line_no + line + 1)));
+            report.records += task.records;
+            line_no += task.lines;
+            read += task.read;
+            if let Some(map) = mapped.filter(|map| read - released >= BLOCK_BYTES || read == map.len()) {
+                release(map, released..read);
+                released = read;
+            }
+            // Its memory goes to a later task.
+            task.out.clear();
+            spares.lock().expect("no task panics").push(task.out);
+            let _ = credits.send(());
+            next += 1;
+        }
+    }
+    Ok(report)
+}
+
+/// One task's lines, each redacted on its own.
+fn redact_task(task: &[u8], redactor: &mut Redactor, marker: &str, spares: &Mutex<Vec<Vec<u8>>>) -> Done {
+    let mut out = spares.lock().expect("no task panics").pop().unwrap_or_default();
+    out.reserve(task.len() + task.len() / 8);
+    let (mut malformed, mut records, mut lines) = (Vec::new(), 0, 0);
+    let mut at = 0;
+    while at < task.len() {
+        let end = memchr::memchr(b'\n', &task[at..]).map_or(task.len(), |nl| at + nl + 1);
+        match redact_line(&task[at..end], redactor, marker, &mut out) {
+            Ok(true) => records += 1,
+            Ok(false) => {}
+            Err(why) => malformed.push((lines, why)),
+        }
+        lines += 1;
+        at = end;
+    }
+    Done { out, malformed, records, lines, read: task.len() }
+}
+
+/// Redactors for the tasks, each kept from task to task (with the replacements it remembers
+/// and the memory it has grown).
 struct Redactors<'a, 'r> {
     first: &'a Redactor<'r>,
     idle: Mutex<Vec<Redactor<'r>>>,
@@ -153,62 +224,6 @@ impl<'a, 'r> Redactors<'a, 'r> {
         let done = work(&mut redactor);
         self.idle.lock().expect("no redactor panics").push(redactor);
         done
-    }
-}
-
-/// What a block's tasks share: the redactors, the written chunks' memory for reuse, and the
-/// number of the lines before the block.
-struct Tasks<'a, 'r> {
-    redactors: &'a Redactors<'a, 'r>,
-    spares: &'a Mutex<Vec<Vec<u8>>>,
-    marker: &'a str,
-    name: &'a str,
-    line_no: usize,
-}
-
-impl Tasks<'_, '_> {
-    /// One block of whole lines, each redacted on its own: the redacted chunks, in order. A
-    /// task cuts its own lines; a line that is not JSON is numbered once the tasks before it
-    /// have counted theirs.
-    fn redact(&mut self, block: &[u8], report: &mut FileReport) -> Vec<Vec<u8>> {
-        let mut ranges = Vec::with_capacity(block.len() / TASK_BYTES + 1);
-        let mut start = 0;
-        while start < block.len() {
-            let end = cut(block, start + TASK_BYTES);
-            ranges.push(start..end);
-            start = end;
-        }
-        let done: Vec<(Vec<u8>, Vec<(usize, String)>, u64, usize)> = ranges
-            .into_par_iter()
-            .map(|range| {
-                let task = &block[range];
-                let mut out = self.spares.lock().expect("no task panics").pop().unwrap_or_default();
-                out.reserve(task.len() + task.len() / 8);
-                self.redactors.with(|redactor| {
-                    let (mut malformed, mut records, mut lines) = (Vec::new(), 0, 0);
-                    let mut at = 0;
-                    while at < task.len() {
-                        let end = memchr::memchr(b'\n', &task[at..]).map_or(task.len(), |nl| at + nl + 1);
-                        match redact_line(&task[at..end], redactor, self.marker, &mut out) {
-                            Ok(true) => records += 1,
-                            Ok(false) => {}
-                            Err(why) => malformed.push((lines, why)),
-                        }
-                        lines += 1;
-                        at = end;
-                    }
-                    (out, malformed, records, lines)
-                })
-            })
-            .collect();
-        let mut chunks = Vec::with_capacity(done.len());
-        for (bytes, malformed, records, lines) in done {
-            chunks.push(bytes);
-            report.malformed.extend(malformed.into_iter().map(|(line, why)| format!("{}:{}: {why}", self.name, self.line_no + line + 1)));
-            report.records += records;
-            self.line_no += lines;
-        }
-        chunks
     }
 }
 
