@@ -31,15 +31,23 @@ pub(super) enum Lines<'m> {
     Read(Box<dyn Read + Send>),
 }
 
+/// The names errors give: the input's (and its line's), and the output's.
+#[derive(Clone, Copy)]
+pub(super) struct Names<'a> {
+    pub input: &'a str,
+    pub output: &'a str,
+}
+
 /// The lines redacted into `out`, in order; a JSON document (an array, a wrapper object,
 /// pretty-printed records) is read whole.
-pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
+pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, names: Names) -> Result<FileReport> {
+    let name = names.input;
     match lines {
         Lines::Mapped(map) => {
             if is_document(map) {
-                return redact_whole(map, out, redactor, marker, name);
+                return redact_whole(map, out, redactor, marker, names);
             }
-            let pipeline = Pipeline { redactor, marker, name, mapped: Some(map) };
+            let pipeline = Pipeline { redactor, marker, names, mapped: Some(map) };
             pipeline.run(std::iter::once(Ok(Block::Borrowed(&map[..]))), out)
         }
         Lines::Read(reader) => {
@@ -51,23 +59,23 @@ pub(super) fn redact_lines(lines: Lines, out: &mut (impl Write + Send), redactor
                 while let Some(rest) = blocks.next_into(Vec::new()) {
                     whole.extend_from_slice(&rest.with_context(|| format!("{name}: read failed"))?);
                 }
-                return redact_whole(&whole, out, redactor, marker, name);
+                return redact_whole(&whole, out, redactor, marker, names);
             }
             let rest = std::iter::from_fn(move || blocks.next_into(Vec::new()));
             let blocks = std::iter::once(Ok(first)).chain(rest).map(|block| block.map(|b| Block::Owned(Arc::new(b))));
-            Pipeline { redactor, marker, name, mapped: None }.run(blocks, out)
+            Pipeline { redactor, marker, names, mapped: None }.run(blocks, out)
         }
     }
 }
 
 /// A JSON document's records redacted in its shape, or (not a sequence of JSON values after
 /// all) its lines, as rank reads it.
-fn redact_whole(text: &[u8], out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, name: &str) -> Result<FileReport> {
+fn redact_whole(text: &[u8], out: &mut (impl Write + Send), redactor: &Redactor, marker: &str, names: Names) -> Result<FileReport> {
     if let Some((written, records)) = redact_document(text, redactor, marker) {
-        out.write_all(&written)?;
+        out.write_all(&written).with_context(|| format!("{}: write failed", names.output))?;
         return Ok(FileReport { records, ..FileReport::default() });
     }
-    Pipeline { redactor, marker, name, mapped: None }.run(std::iter::once(Ok(Block::Borrowed(text))), out)
+    Pipeline { redactor, marker, names, mapped: None }.run(std::iter::once(Ok(Block::Borrowed(text))), out)
 }
 
 /// Whole lines: the mapping's (or a document's) in place, or a block read from a stream, which
@@ -110,7 +118,7 @@ struct Done {
 struct Pipeline<'a, 'r, 'm> {
     redactor: &'a Redactor<'r>,
     marker: &'a str,
-    name: &'a str,
+    names: Names<'a>,
     /// A local file's mapping: its pages leave the resident set once their lines are written.
     mapped: Option<&'m memmap2::Mmap>,
 }
@@ -126,9 +134,9 @@ impl Pipeline<'_, '_, '_> {
             credit_tx.send(()).expect("room for every credit");
         }
         let (redactors, spares, marker) = (&redactors, &spares, self.marker);
-        let (name, mapped) = (self.name, self.mapped);
+        let (names, mapped) = (self.names, self.mapped);
         std::thread::scope(|threads| -> Result<FileReport> {
-            let writer = threads.spawn(move || write_in_order(done_rx, credit_tx, out, spares, mapped, name));
+            let writer = threads.spawn(move || write_in_order(done_rx, credit_tx, out, spares, mapped, names.input));
             let read = rayon::in_place_scope_fifo(|tasks| -> std::io::Result<()> {
                 let mut index = 0;
                 for block in blocks {
@@ -152,8 +160,8 @@ impl Pipeline<'_, '_, '_> {
                 Ok(())
             });
             drop(done_tx);
-            let report = writer.join().expect("the writer does not panic")?;
-            read.with_context(|| format!("{name}: read failed"))?;
+            let report = writer.join().expect("the writer does not panic").with_context(|| format!("{}: write failed", names.output))?;
+            read.with_context(|| format!("{}: read failed", names.input))?;
             Ok(report)
         })
     }

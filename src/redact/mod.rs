@@ -19,7 +19,7 @@ use crate::profile::Profile;
 use crate::raw_json;
 use crate::source::{decompressed, sniffed, Compression, Format, Input, WRAPPERS};
 use crate::storage::{DiskWriter, Location, Output, Storage};
-use lines::{redact_lines, Lines};
+use lines::{redact_lines, Lines, Names};
 pub use record::Redactor;
 pub use token::Keyed;
 
@@ -89,7 +89,8 @@ fn redact_file(storage: &Storage, display: &str, location: &Location, format: Fo
                 let disk = DiskWriter::new(output.file()).with_context(failed)?;
                 // Small: a block's chunks are written past it, not copied into it first.
                 let mut writer = BufWriter::with_capacity(64 << 10, compressed(disk, compression)?);
-                let report = redact_lines(lines, &mut writer, redactor, marker, display)?;
+                let output = destination.to_string();
+                let report = redact_lines(lines, &mut writer, redactor, marker, Names { input: display, output: &output })?;
                 writer.flush().with_context(failed)?;
                 let inner = writer.into_inner().map_err(|e| e.into_error()).with_context(failed)?;
                 inner.finish().with_context(failed)?.finish().with_context(failed)?;
