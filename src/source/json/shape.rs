@@ -212,26 +212,33 @@ impl Shape {
                     // SAFETY: `string_stop_and_high` stops inside the chunk.
                     let stop = unsafe { *chunk.get_unchecked(end) };
                     if stop != b'"' {
+                        if stop != b'\\' {
+                            return None;
+                        }
                         let named = step.slot != NO_SLOT;
                         let kept = named && tree.keeps_escaped(step.slot as usize);
-                        let escaped = (stop == b'\\').then(|| escaped_string(chunk, pos, end, above, named && !kept, text || kept))??;
-                        text &= escaped.utf8;
+                        let (close, utf8) = if named && !kept {
+                            // SAFETY: every slot is below `self.cells <= cells.len()`.
+                            let cell = unsafe { cells.get_unchecked_mut(step.slot as usize) };
+                            let read = named_escaped_string(chunk, pos, end, cell)?;
+                            borrowed &= !cell.owns();
+                            read
+                        } else {
+                            unnamed_escaped_string(chunk, pos, end, above, text || kept)?
+                        };
+                        text &= utf8;
                         if kept {
                             // Left escaped only as text.
-                            if !escaped.utf8 {
+                            if !utf8 {
                                 return None;
                             }
-                            // SAFETY: `escaped_string` checked these bytes are UTF-8 (and every
-                            // escape in them) before it returned.
-                            let raw = unsafe { std::str::from_utf8_unchecked(&chunk[pos..=escaped.end]) };
+                            // SAFETY: `unnamed_escaped_string` checked these bytes are UTF-8
+                            // (and every escape in them) before it returned.
+                            let raw = unsafe { std::str::from_utf8_unchecked(&chunk[pos..=close]) };
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
                             overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, Cell::Escaped(raw));
-                        } else if let Some(cell) = escaped.cell {
-                            borrowed &= !cell.owns();
-                            // SAFETY: every slot is below `self.cells <= cells.len()`.
-                            overwrite(unsafe { cells.get_unchecked_mut(step.slot as usize) }, cell);
                         }
-                        pos = escaped.end + 1;
+                        pos = close + 1;
                         continue;
                     }
                     if step.slot != NO_SLOT {
@@ -327,55 +334,57 @@ fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a
     Some((p.pos(), owns))
 }
 
-/// A string with an escape read raw: its cell if named, where its closing quote is, and
-/// whether its bytes are UTF-8.
-#[cfg(target_arch = "x86_64")]
-struct EscapedString<'a> {
-    cell: Option<Cell<'a>>,
-    end: usize,
-    utf8: bool,
-}
-
-/// A string with an escape, from its first byte at `from` and its first escape at `escape`
-/// (`above`: a byte above 0x7f comes before that):
-/// if `named`, its text (unescaped by the parser), or its bytes where they are not UTF-8;
-/// None when it is not a valid JSON string or not closed within its line. Its escapes are
-/// checked and its bytes as UTF-8, an unnamed one's only if `judge_text` (a line already
-/// found not UTF-8 needs no more verdicts: it then counts as not UTF-8); only a named one is
-/// unescaped (the others are not kept).
+/// A named string with an escape, from its first byte at `from` and its first escape at
+/// `escape`, set in `cell`: its text (unescaped by the parser), or its bytes where they are
+/// not UTF-8. Where its closing quote is and whether its bytes as written are UTF-8; None
+/// (the cell untouched) when it is not a valid JSON string or not closed within its line.
+/// The answer is two registers, where a struct with the cell came back through memory and
+/// the caller's wide loads of it waited on the callee's narrow stores.
 #[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(never)]
-fn escaped_string(chunk: &[u8], from: usize, escape: usize, above: bool, named: bool, judge_text: bool) -> Option<EscapedString<'_>> {
-    use crate::json_scan::{short_string_bytes, string_end, Kernel};
+fn named_escaped_string<'a>(chunk: &'a [u8], from: usize, escape: usize, cell: &mut Cell<'a>) -> Option<(usize, bool)> {
+    use crate::json_scan::{short_string_bytes, Kernel};
     // Only the AVX2 kernel reads lines raw.
-    if named {
-        // A binary value as kcat writes it starts with a `\u` escape (a big-endian integer's
-        // high zero bytes): read by a short loop. A trace or a JSON text starts with another,
-        // and is decoded in the one pass that finds its end and checks its escapes (from its
-        // opening quote, where `string_bytes` starts).
-        let binary = chunk.get(escape + 1) == Some(&b'u');
-        let (decoded, end) = match binary.then(|| short_string_bytes(chunk, from)).flatten() {
-            Some((decoded, end)) => (Cow::Owned(decoded), end),
-            None => {
-                let mut p = Parser::over_bytes(&chunk[from - 1..], Kernel::Avx2);
-                let decoded = p.string_bytes().ok()?;
-                (decoded, from - 1 + p.pos() - 1)
-            }
-        };
-        // Its bytes as written checked as UTF-8.
-        let written = &chunk[from..end];
-        let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
-        let cell = match decoded {
-            // Text whose escapes are decoded to characters is text: its runs are cut at ASCII
-            // backslashes and each escape gives a whole character.
-            // SAFETY: as just said, when the bytes as written are UTF-8.
-            Cow::Owned(bytes) if utf8 => Cell::Str(Cow::Owned(unsafe { String::from_utf8_unchecked(bytes) })),
-            Cow::Borrowed(bytes) if utf8 => Cell::Str(Cow::Borrowed(std::str::from_utf8(bytes).ok()?)),
-            decoded => Cell::Bytes(decoded),
-        };
-        return Some(EscapedString { cell: Some(cell), end, utf8 });
-    }
+    // A binary value as kcat writes it starts with a `\u` escape (a big-endian integer's high
+    // zero bytes): read by a short loop. A trace or a JSON text starts with another, and is
+    // decoded in the one pass that finds its end and checks its escapes (from its opening
+    // quote, where `string_bytes` starts).
+    let binary = chunk.get(escape + 1) == Some(&b'u');
+    let (decoded, end) = match binary.then(|| short_string_bytes(chunk, from)).flatten() {
+        Some((decoded, end)) => (Cow::Owned(decoded), end),
+        None => {
+            let mut p = Parser::over_bytes(&chunk[from - 1..], Kernel::Avx2);
+            let decoded = p.string_bytes().ok()?;
+            (decoded, from - 1 + p.pos() - 1)
+        }
+    };
+    // Its bytes as written checked as UTF-8.
+    let written = &chunk[from..end];
+    let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
+    let value = match decoded {
+        // Text whose escapes are decoded to characters is text: its runs are cut at ASCII
+        // backslashes and each escape gives a whole character.
+        // SAFETY: as just said, when the bytes as written are UTF-8.
+        Cow::Owned(bytes) if utf8 => Cell::Str(Cow::Owned(unsafe { String::from_utf8_unchecked(bytes) })),
+        Cow::Borrowed(bytes) if utf8 => Cell::Str(Cow::Borrowed(std::str::from_utf8(bytes).ok()?)),
+        decoded => Cell::Bytes(decoded),
+    };
+    overwrite(cell, value);
+    Some((end, utf8))
+}
+
+/// An unnamed string with an escape (or one left escaped), from its first byte at `from` and
+/// its first escape at `escape` (`above`: a byte above 0x7f comes before that): where its
+/// closing quote is, and whether its bytes are UTF-8, judged only if `judge_text` (a line
+/// already found not UTF-8 needs no more verdicts: it then counts as not UTF-8). None when
+/// it is not a valid JSON string or not closed within its line. Its escapes are checked, not
+/// decoded (the string is not kept).
+#[cfg(target_arch = "x86_64")]
+#[cold]
+#[inline(never)]
+fn unnamed_escaped_string(chunk: &[u8], from: usize, escape: usize, above: bool, judge_text: bool) -> Option<(usize, bool)> {
+    use crate::json_scan::{string_end, Kernel};
     // SAFETY: this runs inside `read_raw`, whose caller checked the CPU has AVX2 and BMI1.
     let (end, ascii) = match unsafe { avx2::string_end(chunk, escape) } {
         // Whether a byte above 0x7f is in it, told by the blocks that found its end.
@@ -384,7 +393,7 @@ fn escaped_string(chunk: &[u8], from: usize, escape: usize, above: bool, named: 
         Err(at) => unsafe { string_end(chunk, at, Kernel::Avx2) }.ok().map(|end| (end, chunk[from..end].is_ascii()))?,
     };
     let utf8 = judge_text && (ascii || simdutf8::basic::from_utf8(&chunk[from..end]).is_ok());
-    Some(EscapedString { cell: None, end, utf8 })
+    Some((end, utf8))
 }
 
 /// Sets a cell that owns no string (see `Shape::read_raw`): what it held needs no drop, and
