@@ -92,6 +92,7 @@ pub(super) fn record_digest(context: &RowContext) -> String {
 
 /// A field's value in a row: the first alternative present and not null, decoded by its
 /// stages. Err: a decoding the profile asked for failed.
+#[inline(always)]
 pub(super) fn resolve<'a>(field: &FieldAt, cells: &'a [Cell<'a>], context: &RowContext) -> Result<Cell<'a>, String> {
     // Most fields' first alternative is a leaf read as it is (or a binary integer, Spring's
     // partition and offset), and there: taken at once.
