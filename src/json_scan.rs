@@ -250,13 +250,37 @@ fn escape_end(s: &[u8], at: usize) -> Result<usize, (&'static str, usize)> {
 /// or at anything but a byte it keeps, a two-byte escape or a `\u00XX` below 0x80.
 pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usize)> {
     const SHORT: usize = 64;
-    let body = s.get(from..)?;
     // Written into an array, with no capacity to check at each byte, then copied out once.
     let mut out = [0u8; SHORT];
+    let (len, end) = short_string_each(s, from, SHORT, |i, byte| out[i] = byte)?;
+    Some((out[..len].to_vec(), end))
+}
+
+/// `short_string_bytes` read as `int_be` reads the bytes (1 to 8, a signed big-endian
+/// integer), with no bytes kept: the integer and where the closing quote is. None where
+/// `short_string_bytes` would say None or `int_be` an error.
+pub(crate) fn short_string_int_be(s: &[u8], from: usize) -> Option<(i64, usize)> {
+    let mut n: i64 = 0;
+    let (len, end) = short_string_each(s, from, 8, |i, byte| {
+        // Sign-extended from the first byte, as `int_be` does.
+        if i == 0 && byte & 0x80 != 0 {
+            n = -1;
+        }
+        n = (n << 8) | i64::from(byte);
+    })?;
+    (len > 0).then_some((n, end))
+}
+
+/// The bytes of a short string's body from `from` of `s`, each given to `each` with its
+/// index: how many there were and where the closing quote is. None past `max` bytes or at
+/// anything but a byte it keeps, a two-byte escape or a `\u00XX` below 0x80.
+#[inline(always)]
+fn short_string_each(s: &[u8], from: usize, max: usize, mut each: impl FnMut(usize, u8)) -> Option<(usize, usize)> {
+    let body = s.get(from..)?;
     let (mut read, mut len) = (0, 0);
-    while len < SHORT {
+    loop {
         let (byte, width) = match *body.get(read)? {
-            b'"' => return Some((out[..len].to_vec(), from + read)),
+            b'"' => return Some((len, from + read)),
             b'\\' => match *body.get(read + 1)? {
                 b'u' => (ascii_escape_at(body, read + 2)?, 6),
                 e => (two_byte_escape(e)?, 2),
@@ -264,11 +288,13 @@ pub(crate) fn short_string_bytes(s: &[u8], from: usize) -> Option<(Vec<u8>, usiz
             0..=0x1f => return None,
             b => (b, 1),
         };
-        out[len] = byte;
+        if len == max {
+            return None;
+        }
+        each(len, byte);
         len += 1;
         read += width;
     }
-    None
 }
 
 /// The byte a two-byte escape `\e` stands for (`\n` a newline), None for any other `e`.
@@ -1083,6 +1109,46 @@ mod tests {
                 _ => panic!("{decoded:?} against serde_json's {want:?} for {:?}", String::from_utf8_lossy(whole)),
             }
         }
+    }
+
+    /// A binary value as kcat writes it (bytes below 0x20, `"` and `\\` escaped, the rest raw)
+    /// read to its integer in place is what `int_be` makes of the bytes `short_string_bytes`
+    /// decodes, and where it ends; 0 or more than 8 bytes are left to them.
+    #[test]
+    fn a_short_binary_string_reads_as_int_be_reads_its_bytes() {
+        let mut random = crate::testing::random(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let len = (random() % 11) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match random() % 4 {
+                    0 => 0,
+                    1 => (random() % 0x20) as u8,
+                    _ => random() as u8,
+                })
+                .collect();
+            let mut text = b"\"".to_vec();
+            for &b in &bytes {
+                match b {
+                    b'"' | b'\\' => text.extend_from_slice(&[b'\\', b]),
+                    b'\n' => text.extend_from_slice(b"\\n"),
+                    0..=0x1f => text.extend_from_slice(format!("\\u{b:04X}").as_bytes()),
+                    _ => text.push(b),
+                }
+            }
+            text.extend_from_slice(b"\",");
+            let quote = text.len() - 2;
+            let read = short_string_int_be(&text, 1);
+            let want = crate::path::int_be(&bytes).ok().map(|n| (n, quote));
+            // Bytes above 0x7f that are not UTF-8 are kept raw as kcat writes them: read alike.
+            assert_eq!(read, want, "{bytes:?} written {:?}", String::from_utf8_lossy(&text));
+            if read.is_some() {
+                assert_eq!(short_string_bytes(&text, 1), Some((bytes.clone(), quote)));
+            }
+        }
+        // An escape `short_string_bytes` leaves to the parser is left by this too.
+        assert_eq!(short_string_int_be(b"\"\\u00FF\"", 1), None);
+        assert_eq!(short_string_int_be(b"\"\\u0000\\u0001\"", 1), Some((1, 13)));
+        assert_eq!(short_string_int_be(b"\"\\u0000\\u0001", 1), None);
     }
 
     #[test]

@@ -610,6 +610,65 @@ mod tests {
         assert!(got.iter().any(|(_, _, text)| std::str::from_utf8(text).is_err()), "a line with an invalid byte was accepted");
     }
 
+    /// Spring's binary partition and offset, read only through `int_be`, are read raw as their
+    /// integers: every row's id is what the bytes make as big-endian integers (worked out here
+    /// from `i64::from_be_bytes`), lines read raw and in full alike; a value of no bytes or of
+    /// nine falls through to the record's own partition and offset, as the profile says.
+    #[test]
+    fn binary_ids_read_raw_are_the_integers_their_bytes_make() {
+        let layout = crate::source::row::layout::Layout::new(&crate::profile::Profile::load("spring-kafka").unwrap());
+        let rows = Rows { layout: &layout, window: crate::source::input::Window { since: None, until: None }, partition: &[], path: "", aligned: false };
+        let kcat = |bytes: &[u8]| {
+            let mut out = Vec::new();
+            for &b in bytes {
+                match b {
+                    b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+                    0..=0x1f => out.extend_from_slice(format!("\\u{b:04X}").as_bytes()),
+                    _ => out.push(b),
+                }
+            }
+            out
+        };
+        let int_be = |b: &[u8]| {
+            (1..=8).contains(&b.len()).then(|| {
+                let mut word = if b[0] >= 0x80 { [0xff; 8] } else { [0; 8] };
+                word[8 - b.len()..].copy_from_slice(b);
+                i64::from_be_bytes(word)
+            })
+        };
+        let mut random = crate::testing::random(0x5851_f42d_4c95_7f2d);
+        let mut bytes = |len_mod: u64| -> Vec<u8> {
+            let len = (random() % len_mod) as usize;
+            (0..len).map(|_| if random() % 3 == 0 { 0 } else { random() as u8 }).collect()
+        };
+        let (mut chunk, mut want) = (Vec::new(), Vec::new());
+        for i in 0..400u64 {
+            // Mostly 4 and 8 bytes, as Spring writes them; now and then any length up to 9.
+            let (partition, offset) = if i % 10 == 9 { (bytes(10), bytes(10)) } else { (bytes(5).into_iter().chain([0; 4]).take(4).collect(), bytes(9).into_iter().chain([0; 8]).take(8).collect()) };
+            let line = [
+                format!(r#"{{"topic":"orders-dlt","partition":{},"offset":{},"tstype":"create","ts":1795849200000,"broker":1,"headers":["kafka_dlt-original-topic","orders","kafka_dlt-original-partition",""#, i % 3, 1000 + i).into_bytes(),
+                kcat(&partition),
+                br#"","kafka_dlt-original-offset",""#.to_vec(),
+                kcat(&offset),
+                br#"","kafka_dlt-exception-fqcn","x.Boom","kafka_dlt-exception-stacktrace","x.Boom: no\n\tat a.B.c(B.java:1)\n"],"key":"k","payload":"v"}"#.to_vec(),
+            ]
+            .concat();
+            chunk.extend_from_slice(&line);
+            chunk.push(b'\n');
+            let p = int_be(&partition).unwrap_or((i % 3) as i64);
+            let o = int_be(&offset).unwrap_or((1000 + i) as i64);
+            want.push(format!("orders/{p}/{o}"));
+        }
+        let mut got = Vec::new();
+        let mut decoder = LineDecoder::new(&rows);
+        decoder.decode(&chunk, &mut |row: FullRow| got.push(row.facts.id.into_owned()));
+        assert_eq!(decoder.tally.rejects, []);
+        assert_eq!(got, want);
+        // The offset's leaf is one a raw read takes as its integer.
+        let offset = layout.columns.iter().position(|c| c.contains("original-offset")).unwrap();
+        assert_eq!(layout.tree().raw_string(offset), crate::source::row::tree::RawString::IntBe);
+    }
+
     /// A chunk copied out a window at a time (windows shorter than a line, about two lines,
     /// longer than the chunk) decodes as the chunk read in place: the same rows, the same lines
     /// counted and the same rejects named at the same numbers, chunk by chunk.

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::picker::value_at;
 use super::walk::Walk;
 use crate::source::row::layout::Cell;
-use crate::source::row::tree::{FieldTree, NODE};
+use crate::source::row::tree::{FieldTree, RawString, NODE};
 #[cfg(target_arch = "x86_64")]
 use crate::json_scan::avx2;
 use crate::json_scan::Parser;
@@ -215,12 +215,12 @@ impl Shape {
                         if stop != b'\\' {
                             return None;
                         }
-                        let named = step.slot != NO_SLOT;
-                        let kept = named && tree.keeps_escaped(step.slot as usize);
-                        let (close, utf8) = if named && !kept {
+                        let how = if step.slot != NO_SLOT { Some(tree.raw_string(step.slot as usize)) } else { None };
+                        let kept = how == Some(RawString::Escaped);
+                        let (close, utf8) = if let Some(how @ (RawString::Decoded | RawString::IntBe)) = how {
                             // SAFETY: every slot is below `self.cells <= cells.len()`.
                             let cell = unsafe { cells.get_unchecked_mut(step.slot as usize) };
-                            let read = named_escaped_string(chunk, pos, end, cell)?;
+                            let read = named_escaped_string(chunk, pos, end, how == RawString::IntBe, cell)?;
                             borrowed &= !cell.owns();
                             read
                         } else {
@@ -336,21 +336,31 @@ fn nested_value<'a>(chunk: &'a [u8], pos: usize, slot: u32, cells: &mut [Cell<'a
 
 /// A named string with an escape, from its first byte at `from` and its first escape at
 /// `escape`, set in `cell`: its text (unescaped by the parser), or its bytes where they are
-/// not UTF-8. Where its closing quote is and whether its bytes as written are UTF-8; None
-/// (the cell untouched) when it is not a valid JSON string or not closed within its line.
-/// The answer is two registers, where a struct with the cell came back through memory and
-/// the caller's wide loads of it waited on the callee's narrow stores.
+/// not UTF-8, or (`as_int_be`, for a cell read only so) the integer its bytes are where
+/// `int_be` reads them. Where its closing quote is and whether its bytes as written are UTF-8;
+/// None (the cell untouched) when it is not a valid JSON string or not closed within its
+/// line. The answer is two registers, where a struct with the cell came back through memory
+/// and the caller's wide loads of it waited on the callee's narrow stores.
 #[cfg(target_arch = "x86_64")]
 #[cold]
 #[inline(never)]
-fn named_escaped_string<'a>(chunk: &'a [u8], from: usize, escape: usize, cell: &mut Cell<'a>) -> Option<(usize, bool)> {
-    use crate::json_scan::{short_string_bytes, Kernel};
+fn named_escaped_string<'a>(chunk: &'a [u8], from: usize, escape: usize, as_int_be: bool, cell: &mut Cell<'a>) -> Option<(usize, bool)> {
+    use crate::json_scan::{short_string_bytes, short_string_int_be, Kernel};
     // Only the AVX2 kernel reads lines raw.
     // A binary value as kcat writes it starts with a `\u` escape (a big-endian integer's high
-    // zero bytes): read by a short loop. A trace or a JSON text starts with another, and is
-    // decoded in the one pass that finds its end and checks its escapes (from its opening
-    // quote, where `string_bytes` starts).
+    // zero bytes): read by a short loop, to its integer when that is all that is read of it
+    // (no bytes kept). A trace or a JSON text starts with another, and is decoded in the one
+    // pass that finds its end and checks its escapes (from its opening quote, where
+    // `string_bytes` starts).
     let binary = chunk.get(escape + 1) == Some(&b'u');
+    if binary && as_int_be {
+        if let Some((value, end)) = short_string_int_be(chunk, from) {
+            let written = &chunk[from..end];
+            let utf8 = written.is_ascii() || simdutf8::basic::from_utf8(written).is_ok();
+            overwrite(cell, Cell::IntBe(value));
+            return Some((end, utf8));
+        }
+    }
     let (decoded, end) = match binary.then(|| short_string_bytes(chunk, from)).flatten() {
         Some((decoded, end)) => (Cow::Owned(decoded), end),
         None => {

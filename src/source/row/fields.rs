@@ -77,6 +77,14 @@ impl FieldAt {
         })
     }
 
+    /// Each leaf the field reads, and whether it reads it through `int_be` alone.
+    pub fn leaf_uses(&self) -> impl Iterator<Item = (usize, bool)> + '_ {
+        self.alternatives.iter().filter_map(|a| match a {
+            AltAt::Leaf { leaf, stages, .. } => Some((*leaf, matches!(stages.as_slice(), [Stage::IntBe]))),
+            _ => None,
+        })
+    }
+
     /// Whether a stage of the field takes a whole array or object, read from the record's text.
     pub fn needs_record(&self) -> bool {
         self.alternatives.iter().any(|a| matches!(a, AltAt::Leaf { whole: Some(_), .. }))
@@ -158,6 +166,7 @@ fn reborrow<'a>(cell: &'a Cell<'a>) -> Cell<'a> {
         Cell::Lines(text) => Cell::Lines(Cow::Borrowed(text.as_ref())),
         Cell::Escaped(raw) => Cell::Escaped(raw),
         Cell::Bytes(bytes) => Cell::Bytes(Cow::Borrowed(bytes.as_ref())),
+        Cell::IntBe(v) => Cell::IntBe(*v),
     }
 }
 
@@ -167,6 +176,7 @@ fn int_be_in_place(cell: &Cell) -> Option<Result<i64, String>> {
     match cell {
         Cell::Bytes(bytes) => Some(crate::path::int_be(bytes)),
         Cell::Str(text) => Some(crate::path::int_be(text.as_bytes())),
+        Cell::IntBe(v) => Some(Ok(*v)),
         _ => None,
     }
 }

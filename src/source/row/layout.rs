@@ -9,7 +9,7 @@ use serde_json::Value;
 pub use super::fields::RowContext;
 
 use super::fields::{record_digest, resolve, FieldAt};
-use super::tree::FieldTree;
+use super::tree::{FieldTree, RawString};
 use crate::path::{FieldExpr, Step};
 use crate::profile::classify::Classifier;
 use crate::profile::stack::StackRules;
@@ -38,6 +38,9 @@ pub enum Cell<'a> {
     /// A string whose bytes are not UTF-8 (kcat writes binary header values raw): for a stage
     /// to decode (`int_be`, `base64`, `inflate`), never text.
     Bytes(Cow<'a, [u8]>),
+    /// A binary integer a raw read decoded from a string in place (`RawString::IntBe`): only
+    /// in a cell that every field reads through `int_be` alone, which takes it as it is.
+    IntBe(i64),
 }
 
 impl Cell<'_> {
@@ -46,7 +49,7 @@ impl Cell<'_> {
             Cell::Missing => "missing",
             Cell::Null => "null",
             Cell::Str(_) | Cell::Escaped(_) => "string",
-            Cell::Int(_) | Cell::Float(_) => "number",
+            Cell::Int(_) | Cell::Float(_) | Cell::IntBe(_) => "number",
             Cell::Bool(_) => "boolean",
             Cell::Time(_) => "timestamp",
             Cell::Nested(kind) => kind,
@@ -69,6 +72,7 @@ impl Cell<'_> {
             Cell::Lines(text) => Cell::Lines(Cow::Owned(text.into_owned())),
             Cell::Escaped(raw) => Cell::Str(Cow::Owned(unescape(raw).into_owned())),
             Cell::Bytes(bytes) => Cell::Bytes(Cow::Owned(bytes.into_owned())),
+            Cell::IntBe(v) => Cell::IntBe(v),
         }
     }
 
@@ -195,8 +199,11 @@ impl Layout {
             },
         };
         let columns: Vec<String> = leaves.iter().map(|path| path_text(path)).collect();
-        let aux = slots.iter().flat_map(|s| s.aux.iter().flat_map(|(a, b)| [a, b]));
-        let whole_values = id.iter().chain([&time]).chain(&attempts).chain(slots.iter().map(|s| &s.field)).chain(aux).any(FieldAt::needs_record);
+        let fields = || {
+            let aux = slots.iter().flat_map(|s| s.aux.iter().flat_map(|(a, b)| [a, b]));
+            id.iter().chain([&time]).chain(&attempts).chain(slots.iter().map(|s| &s.field)).chain(aux)
+        };
+        let whole_values = fields().any(FieldAt::needs_record);
         // Every signature field normalised after grouping, every field one top-level leaf, the
         // time RFC 3339: rows can be read from where the fields are (`direct_columns`).
         let top = |f: &FieldAt| f.plain().filter(|&leaf| leaves[leaf].len() == 1);
@@ -216,7 +223,19 @@ impl Layout {
         // signature is remembered by the shape of the text as written.
         for slot in slots.iter().filter(|s| matches!(s.normalizer, Normalizer::Stack(_))) {
             for leaf in slot.field.unstaged_leaves() {
-                tree.keep_escaped(leaf);
+                tree.read_strings(leaf, RawString::Escaped);
+            }
+        }
+        // A leaf that every field reads through `int_be` alone may be read as its integer.
+        let mut int_be_only: Vec<Option<bool>> = vec![None; leaves.len()];
+        for field in fields() {
+            for (leaf, only) in field.leaf_uses() {
+                int_be_only[leaf] = Some(int_be_only[leaf].unwrap_or(true) && only);
+            }
+        }
+        for (leaf, only) in int_be_only.into_iter().enumerate() {
+            if only == Some(true) {
+                tree.read_strings(leaf, RawString::IntBe);
             }
         }
         Layout {
@@ -630,6 +649,23 @@ mod tests {
         assert_eq!(split_parts(&key).next(), Some("7"));
         cells[4] = Cell::Int(7);
         assert_eq!(layout.extract(&cells, &mut key, &mut DateCache::default(), &RowContext::default()).unwrap_err(), "field `reject_reason`: expected a string, got number");
+    }
+
+    /// A raw read may take a string as its `int_be` integer only where nothing else reads it:
+    /// a leaf also read as it is (here a signature field) keeps its bytes.
+    #[test]
+    fn only_a_leaf_read_through_int_be_alone_is_read_as_its_integer() {
+        let toml = "id = ['headers.p | int_be', 'headers.o | int_be']\nid_type = 'scalar'\ntime = 'ts'\ntime_format = 'epoch_ms'\n\
+                    [[signature]]\nfield = 'headers.o'\n[[signature]]\nfield = 'headers.t'\nnormalize = 'stack'\n";
+        let layout = Layout::new(&crate::profile::from_toml(toml, "t.toml").unwrap());
+        let how = |name: &str| {
+            let leaf = layout.columns.iter().position(|c| c == name).unwrap_or_else(|| panic!("{name} not in {:?}", layout.columns));
+            layout.tree.raw_string(leaf)
+        };
+        assert_eq!(how("headers.p"), RawString::IntBe);
+        assert_eq!(how("headers.o"), RawString::Decoded);
+        assert_eq!(how("headers.t"), RawString::Escaped);
+        assert_eq!(how("ts"), RawString::Decoded);
     }
 
     #[test]

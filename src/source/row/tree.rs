@@ -14,9 +14,22 @@ pub struct FieldTree {
     /// Each root's cells, when it is a node: set back to `Missing` before a walk, so that a
     /// header this line lacks is not the last line's.
     pub(in crate::source) node_cells: Vec<Vec<usize>>,
-    /// Cells whose strings a raw read may leave escaped (`Cell::Escaped`): read by a
-    /// normaliser that needs no unescaped text for most rows (a stack signature).
-    escaped: Vec<bool>,
+    /// How a raw read leaves each cell's string when it has an escape.
+    strings: Vec<RawString>,
+}
+
+/// How a raw read (`json::shape`) leaves a cell's string that has an escape in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum RawString {
+    /// Decoded: its text, or its bytes where they are not UTF-8.
+    #[default]
+    Decoded,
+    /// Left escaped (`Cell::Escaped`): read by a normaliser that needs no unescaped text for
+    /// most rows (a stack signature).
+    Escaped,
+    /// Decoded to the integer its bytes are (`Cell::IntBe`), none of them kept: every field
+    /// reads the cell through `int_be` alone (Spring's binary partition and offset).
+    IntBe,
 }
 
 #[derive(Debug)]
@@ -69,22 +82,22 @@ impl FieldTree {
             }
         }
         tree.node_cells = tree.roots.iter().map(|(_, t)| if matches!(t, Target::Node(_)) { cells_of(t) } else { Vec::new() }).collect();
-        tree.escaped = vec![false; leaves.len()];
+        tree.strings = vec![RawString::Decoded; leaves.len()];
         tree
     }
 
-    /// Lets raw reads leave cell `cell`'s strings escaped.
-    pub fn keep_escaped(&mut self, cell: usize) {
-        self.escaped[cell] = true;
+    /// Lets raw reads leave cell `cell`'s strings with escapes as `how` says.
+    pub fn read_strings(&mut self, cell: usize, how: RawString) {
+        self.strings[cell] = how;
     }
 
-    pub(in crate::source) fn keeps_escaped(&self, cell: usize) -> bool {
-        self.escaped.get(cell).copied().unwrap_or(false)
+    pub(in crate::source) fn raw_string(&self, cell: usize) -> RawString {
+        self.strings.get(cell).copied().unwrap_or_default()
     }
 
     /// A tree of top-level fields only: cell `i` is `names[i]`.
     pub fn flat(names: &[String]) -> FieldTree {
-        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect(), node_cells: vec![Vec::new(); names.len()], escaped: vec![false; names.len()] }
+        FieldTree { roots: names.iter().enumerate().map(|(i, n)| (n.clone(), Target::Cell(i))).collect(), node_cells: vec![Vec::new(); names.len()], strings: vec![RawString::Decoded; names.len()] }
     }
 
     /// How many cells the tree fills: one more than its highest.
