@@ -95,13 +95,22 @@ impl Signs {
         let mut double_dash = false;
         let mut high = false;
         let mut base = 0;
+        let wide = std::arch::is_x86_feature_detected!("avx2");
+        let classes = |block: &[u8; 64], bytes: usize| {
+            if wide {
+                // SAFETY: the CPU has AVX2.
+                unsafe { Classes::of_avx2(block, bytes.div_ceil(32)) }
+            } else {
+                Classes::of(block, bytes.div_ceil(16))
+            }
+        };
         while base < text.len() {
             let c = if base + 64 <= text.len() {
-                Classes::of(text[base..base + 64].try_into().expect("64 bytes"), 4)
+                classes(text[base..base + 64].try_into().expect("64 bytes"), 64)
             } else {
                 let mut padded = [0u8; 64];
                 padded[..text.len() - base].copy_from_slice(&text[base..]);
-                Classes::of(&padded, (text.len() - base).div_ceil(16))
+                classes(&padded, text.len() - base)
             };
             let word = c.digit | c.letter;
             let digit_next = (c.digit >> 1) | (u64::from(at(base + 64).is_ascii_digit()) << 63);
@@ -284,6 +293,52 @@ impl Classes {
                 c.dash |= bits(dash);
                 c.breaker |= !bits(_mm_or_si128(digit, separator)) & (0xffff << (16 * k));
             }
+        }
+        c
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Classes {
+    /// `of`, 32 bytes at a time: the block's first `lanes` 32 bytes.
+    #[target_feature(enable = "avx2")]
+    unsafe fn of_avx2(block: &[u8; 64], lanes: usize) -> Classes {
+        use std::arch::x86_64::*;
+        let mut c = Classes::default();
+        for k in 0..lanes {
+            // SAFETY: each 32 bytes loaded are inside the block; loadu takes any alignment.
+            let x = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * k).cast()) };
+            macro_rules! eq {
+                ($b:expr) => {
+                    _mm256_cmpeq_epi8(x, _mm256_set1_epi8($b as i8))
+                };
+            }
+            // min(v, n) == v exactly when v <= n, unsigned.
+            macro_rules! at_most {
+                ($v:expr, $n:expr) => {{
+                    let v = $v;
+                    _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8($n as i8)), v)
+                }};
+            }
+            macro_rules! bits {
+                ($v:expr) => {
+                    u64::from(_mm256_movemask_epi8($v) as u32) << (32 * k)
+                };
+            }
+            let digit = at_most!(_mm256_sub_epi8(x, _mm256_set1_epi8(b'0' as i8)), 9);
+            let lower = _mm256_or_si256(x, _mm256_set1_epi8(0x20));
+            let letter = _mm256_or_si256(at_most!(_mm256_sub_epi8(lower, _mm256_set1_epi8(b'a' as i8)), 25), eq!(b'_'));
+            let (dot, plus, dash) = (eq!(b'.'), eq!(b'+'), eq!(b'-'));
+            let separator = _mm256_or_si256(_mm256_or_si256(eq!(b' '), eq!(b'(')), _mm256_or_si256(eq!(b')'), _mm256_or_si256(dot, _mm256_or_si256(plus, dash))));
+            c.digit |= bits!(digit);
+            c.letter |= bits!(letter);
+            c.high |= bits!(x);
+            c.colon |= bits!(eq!(b':'));
+            c.dot |= bits!(dot);
+            c.at |= bits!(eq!(b'@'));
+            c.plus |= bits!(plus);
+            c.dash |= bits!(dash);
+            c.breaker |= !bits!(_mm256_or_si256(digit, separator)) & (0xffff_ffff << (32 * k));
         }
         c
     }
