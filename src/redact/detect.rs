@@ -202,10 +202,12 @@ fn found_by(text: &[u8], digits: usize, tried: impl Fn(&Detector) -> bool) -> Ve
     found
 }
 
-/// A credential after `Bearer`, `Basic` or `Token`: a digit or `=` in it, or 20 characters at least
-/// (`basic validation` is wording).
+/// A credential after `Bearer`, `Basic` or `Token`: a digit or `=` in it, letters joined by a
+/// `.`, `_`, `-`, `+`, `/` or `~` inside it (`abc.def-ghi`), or 20 characters at least
+/// (`basic validation` is wording; so is a word before a sentence's full stop).
 fn credential(value: &[u8]) -> Option<usize> {
-    (value.len() >= 20 || value.iter().any(|b| b.is_ascii_digit() || *b == b'=')).then_some(value.len())
+    let joined = value.windows(2).any(|pair| matches!(pair[0], b'.' | b'_' | b'-' | b'+' | b'/' | b'~') && pair[1].is_ascii_alphanumeric());
+    (value.len() >= 20 || joined || value.iter().any(|b| b.is_ascii_digit() || *b == b'=')).then_some(value.len())
 }
 
 /// A payment card number: 13 to 19 digits (spaces or dashes between) passing Luhn's check.
@@ -309,6 +311,14 @@ mod tests {
         assert_eq!(got, want.map(|(k, v)| (k, v.to_string())));
     }
 
+    /// A credential of letters alone, shorter than 20, is one by the joins inside it.
+    #[test]
+    fn a_credential_of_joined_letters_is_found() {
+        for credential in ["abc.def-ghi_jkl", "abcd/efgh+ijkl", "sess~abcdefg"] {
+            assert_eq!(kinds(&format!("Authorization: Bearer {credential} rejected")), vec![("bearer", credential.to_string())], "{credential}");
+        }
+    }
+
     #[test]
     fn ordinary_numbers_times_and_words_stay() {
         for text in [
@@ -319,6 +329,7 @@ mod tests {
             "card 4111 1111 1111 1112 fails Luhn",
             "std::vector<int> and a::b",
             "IBAN DE00 3704 0044 0532 0130 00 has a bad checksum",
+            "basic validation failed", "refresh token expired.", "Bearer authorization. Retry",
         ] {
             assert_eq!(kinds(text), vec![], "{text}");
         }
