@@ -55,11 +55,14 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         detector("awskey", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b", 0, Gate::KeyPrefix, whole),
         detector(
             "secret",
-            r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36})",
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})",
             0,
             Gate::KeyPrefix,
             whole,
         ),
+        // A URL's password (`postgres://app:s3cret@db:5432/shop`), before the email its
+        // `s3cret@db.internal` could be read as.
+        detector("secret", r"\b[A-Za-z][A-Za-z0-9+.-]{1,15}://[^\s:/@]+:([^\s:/@]+)@", 1, Gate::At, whole),
         detector("email", r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}", 0, Gate::At, whole),
         detector("iban", r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b", 0, Gate::Iban, iban),
         detector("card", r"\b[0-9](?:[ -]?[0-9]){12,18}\b", 0, Gate::CardDigits, card),
@@ -95,7 +98,8 @@ enum Gate {
     /// A word starting as a credential's keyword does (`Bearer`, `password`, `api_key`…), in
     /// any case.
     Keyword,
-    /// A word starting as a service's key or token does (`AKIA`, `AIza`, `ghp_`, `xoxb-`…).
+    /// A word starting as a service's key or token does (`AKIA`, `AIza`, `ghp_`, `xoxb-`,
+    /// `SG.`, a Slack webhook's `hooks`…).
     KeyPrefix,
     /// A run of digits, spaces and `().+-` holding thirteen digits.
     CardDigits,
@@ -311,6 +315,19 @@ mod tests {
         assert_eq!(got, want.map(|(k, v)| (k, v.to_string())));
     }
 
+    /// A URL's password, a SendGrid key and a Slack webhook are secrets; the URL's user and
+    /// host stay (an address host is an address).
+    #[test]
+    fn url_passwords_and_service_keys_are_found() {
+        assert_eq!(kinds("connect postgres://app:s3cret@db.internal:5432/shop refused"), vec![("secret", "s3cret".to_string())]);
+        assert_eq!(kinds("mysql://root:pw1234@10.0.0.5/db"), vec![("secret", "pw1234".to_string()), ("ip", "10.0.0.5".to_string())]);
+        let sendgrid = "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";
+        assert_eq!(kinds(&format!("key {sendgrid} rejected")), vec![("secret", sendgrid.to_string())]);
+        let webhook = "hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX";
+        assert_eq!(kinds(&format!("POST https://{webhook} failed")), vec![("secret", webhook.to_string())]);
+        assert_eq!(kinds("see https://example.com/a:b and mailto:ops@example.com"), vec![("email", "ops@example.com".to_string())]);
+    }
+
     /// A credential of letters alone, shorter than 20, is one by the joins inside it.
     #[test]
     fn a_credential_of_joined_letters_is_found() {
@@ -366,7 +383,8 @@ mod tests {
             "-----BEGIN RSA PRIVATE KEY-----abc", "eyJhbGciOi.eyJzdWIiOi.abc", "Basic\u{a0}abcdefghijklmnopqrstu", "token abcdefg1", "10.0.0.1", "+683 4002", "+12345678",
             "refresh_token=abcd1234", "x-api-key: abcd1234", "session_id=abcd1234", "client_secret=abcd1234", "auth_token=abcd1234",
             "access_token=abcd1234", "private_key=abcd1234", "aws_secret_access_key=abcd1234", "passwd=abcd1234", "pwd=abcd1234",
-            "apikey=abcd1234", "api-key=abcd1234", "secret=abcd1234",
+            "apikey=abcd1234", "api-key=abcd1234", "secret=abcd1234", "postgres://app:s3cret@db:5432/shop",
+            "SG.aaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "hooks.slack.com/services/T0/B0/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         ];
         for value in values {
             for end in 1..=value.len() {

@@ -64,7 +64,7 @@ static MAY_START: [bool; 256] = {
     let mut b = 0;
     while b < 256 {
         let c = b as u8;
-        may[b] = c.is_ascii_uppercase() || matches!(c, b'a' | b'b' | b'c' | b'e' | b'g' | b'n' | b'p' | b'r' | b's' | b't' | b'x');
+        may[b] = c.is_ascii_uppercase() || matches!(c, b'a' | b'b' | b'c' | b'e' | b'g' | b'h' | b'n' | b'p' | b'r' | b's' | b't' | b'x');
         b += 1;
     }
     may
@@ -237,7 +237,7 @@ impl Signs {
             [b'a', b'w', b's', _] => d == b'_',
             _ => false,
         };
-        self.key_prefix |= (a == b'A' && b.is_ascii_uppercase()) || matches!(&[a, b, c], b"ghp" | b"gho" | b"ghu" | b"ghs" | b"ghr" | b"git" | b"glp" | b"xox" | b"rk_" | b"sk_" | b"npm");
+        self.key_prefix |= (a == b'A' && b.is_ascii_uppercase()) || matches!(&[a, b, c], b"ghp" | b"gho" | b"ghu" | b"ghs" | b"ghr" | b"git" | b"glp" | b"xox" | b"rk_" | b"sk_" | b"npm" | b"SG." | b"hoo");
         self.jwt |= [a, b, c] == *b"eyJ";
         self.iban |= a.is_ascii_uppercase() && b.is_ascii_uppercase() && c.is_ascii_digit() && d.is_ascii_digit();
     }
