@@ -464,6 +464,7 @@ impl<'r> Redactor<'r> {
         if found.is_empty() {
             return replaced;
         }
+        let found = widened(current, found);
         let mut out = Vec::with_capacity(current.len());
         let mut at = 0;
         for f in found {
@@ -475,6 +476,38 @@ impl<'r> Redactor<'r> {
         out.extend_from_slice(&current[at..]);
         Some(out)
     }
+}
+
+/// Each found value widened to the value written with its own separators that holds it
+/// (`10.0.0.7:8080`, `[2001:db8::1]:443`): a template masks that whole as one value, where a
+/// token inside it (`ip_…:8080`) would template as two and move the record to another bucket
+/// than its neighbours' (`10.0.0.8` alone). Values that then overlap become one.
+fn widened(text: &[u8], found: Vec<detect::Found>) -> Vec<detect::Found> {
+    let mut out: Vec<detect::Found> = Vec::with_capacity(found.len());
+    for mut f in found {
+        if let Some((start, end)) = separated_value_around(text, f.start, f.end) {
+            (f.start, f.end) = (start, end);
+        }
+        match out.last_mut() {
+            Some(last) if f.start < last.end => last.end = last.end.max(f.end),
+            _ => out.push(f),
+        }
+    }
+    out
+}
+
+/// The value written with its own separators (`template::separated_value`) of the
+/// whitespace word that holds `text[start..end]`, where it is more than that.
+fn separated_value_around(text: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
+    if text[start..end].iter().any(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let word_start = text[..start].iter().rposition(u8::is_ascii_whitespace).map_or(0, |p| p + 1);
+    let word_end = text[end..].iter().position(u8::is_ascii_whitespace).map_or(text.len(), |p| end + p);
+    let word = std::str::from_utf8(&text[word_start..word_end]).ok()?;
+    let (s, e) = template::separated_value(word)?;
+    let (s, e) = (word_start + s, word_start + e);
+    (s <= start && end <= e && (s, e) != (start, end)).then_some((s, e))
 }
 
 /// The string at the parser, checked as the readers check it (their messages, their columns),
@@ -673,6 +706,29 @@ mod tests {
             assert!(!token.contains(value), "{token}");
         }
         assert_eq!(r.replacement("x", b"Bearer abc123def456").split(' ').next(), r.replacement("x", b"Bearer zzz999yyy888").split(' ').next(), "a kept word is keyed by itself");
+    }
+
+    /// An address written with its port (or in brackets) templates as one value, as the
+    /// address alone does: its token covers the whole, so `10.1.2.3:8080` and `10.1.2.4`
+    /// stay in one bucket, and so do differently written ones that were.
+    #[test]
+    fn an_address_with_its_port_is_one_token() {
+        let rules = Node::default();
+        let mut r = redactor(&rules);
+        let addresses = [
+            ("10.1.2.3:8080", "10.1.2.3"), ("[2001:db8::1]:443", "2001:db8::1"), ("10.1.2.4", "10.1.2.4"), ("2001:db8::2", "2001:db8::2"),
+            ("(198.51.100.7:5432)", "198.51.100.7"), ("203.0.113.9:80,", "203.0.113.9"),
+        ];
+        for (address, ip) in addresses {
+            let text = format!("dial tcp {address}: connect: connection refused");
+            let scrubbed = String::from_utf8(r.text(text.as_bytes())).unwrap();
+            assert_eq!(template::template(&scrubbed), template::template(&text), "{text} -> {scrubbed}");
+            assert!(!scrubbed.contains(ip), "{scrubbed}");
+        }
+        let scrubbed = String::from_utf8(r.text(b"from 10.1.2.3:8080 and 10.1.2.3:8080")).unwrap();
+        let words: Vec<&str> = scrubbed.split(' ').collect();
+        assert_eq!(words[1], words[3], "one address and port, one token");
+        assert!(words[1].starts_with("ip_") && !scrubbed.contains("8080"), "{scrubbed}");
     }
 
     #[test]

@@ -247,15 +247,9 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
         note("instance", instance);
         return Cow::Owned(format!("{PLACEHOLDER}{}", &token[instance.len()..]));
     }
-    // A value written with its own separators (an address, a time, a MAC, a UUID) is one value.
-    // Square brackets stay with it: `[fe80::1]:8080` is one address.
-    let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
-    let value_char = |c: char| c.is_ascii_hexdigit() || ".:-_/+[]TZ".contains(c);
-    if !is_device_name(core) && core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && find_dots(core).is_none() {
+    if let Some((start, end)) = separated_value(token) {
+        let core = &token[start..end];
         note("number", core);
-        // Where trimming left the core: the first place its text is in the token, as what was
-        // trimmed holds none of the characters the core starts with.
-        let start = core.as_ptr() as usize - token.as_ptr() as usize;
         // A sign before a number is part of it (`<1`, `~5`, `>=10`).
         let sign = matches!(&token[..start], "<" | ">" | "<=" | ">=" | "~" | "≈");
         if (start == 0 || sign) && start + core.len() == token.len() {
@@ -319,6 +313,19 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
         }
     }
     Cow::Owned(text)
+}
+
+/// Where a value written with its own separators (an address, a time, a MAC, a UUID) lies in
+/// a whitespace token, the punctuation around it left out: `shape` masks it as one value.
+/// Square brackets stay with it: `[fe80::1]:8080` is one address.
+pub(crate) fn separated_value(token: &str) -> Option<(usize, usize)> {
+    let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
+    let value_char = |c: char| c.is_ascii_hexdigit() || ".:-_/+[]TZ".contains(c);
+    let one = !is_device_name(core) && core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && find_dots(core).is_none();
+    // Where trimming left the core: the first place its text is in the token, as what was
+    // trimmed holds none of the characters the core starts with.
+    let start = core.as_ptr() as usize - token.as_ptr() as usize;
+    one.then_some((start, start + core.len()))
 }
 
 /// A literal written in a list of values (`(1, NULL,`, `true)`): a value, where the same word
