@@ -73,10 +73,11 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             Gate::PhoneDigits,
             phone,
         ),
-        // Eight groups, or fewer around a `::` (a time `10:30:00` is neither).
+        // Eight groups, or fewer around a `::` (a time `10:30:00` is neither); an IPv4 address
+        // after a `::` (`::ffff:192.0.2.128`, as Node and Java write a client's) is one address.
         detector(
             "ip",
-            r"(?i)(?:\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b|(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6})?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6}\b)?)(?:%[0-9a-z]+)?",
+            r"(?i)(?:(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,5})?::(?:[0-9a-f]{1,4}:){0,5}(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b|(?:\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6})?::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6}\b)?)(?:%[0-9a-z]+)?",
             0,
             Gate::Colons,
             ipv6,
@@ -354,7 +355,7 @@ mod tests {
 
     #[test]
     fn ipv6_addresses_in_their_forms_and_not_times() {
-        for address in ["2001:db8::1", "1:2:3:4:5:6:7:8", "fe80::1%eth0", "2001:DB8:0:0:8:800:200C:417A"] {
+        for address in ["2001:db8::1", "1:2:3:4:5:6:7:8", "fe80::1%eth0", "2001:DB8:0:0:8:800:200C:417A", "::ffff:192.0.2.128", "64:ff9b::203.0.113.7"] {
             assert_eq!(kinds(&format!("from {address} refused")), vec![("ip", address.to_string())], "{address}");
         }
         assert_eq!(kinds("at 10:30:00 and 16:55:29.123 on Net::ReadTimeout"), vec![]);
@@ -383,7 +384,7 @@ mod tests {
             "-----BEGIN RSA PRIVATE KEY-----abc", "eyJhbGciOi.eyJzdWIiOi.abc", "Basic\u{a0}abcdefghijklmnopqrstu", "token abcdefg1", "10.0.0.1", "+683 4002", "+12345678",
             "refresh_token=abcd1234", "x-api-key: abcd1234", "session_id=abcd1234", "client_secret=abcd1234", "auth_token=abcd1234",
             "access_token=abcd1234", "private_key=abcd1234", "aws_secret_access_key=abcd1234", "passwd=abcd1234", "pwd=abcd1234",
-            "apikey=abcd1234", "api-key=abcd1234", "secret=abcd1234", "postgres://app:s3cret@db:5432/shop",
+            "apikey=abcd1234", "api-key=abcd1234", "secret=abcd1234", "postgres://app:s3cret@db:5432/shop", "::ffff:192.0.2.128",
             "SG.aaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "hooks.slack.com/services/T0/B0/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         ];
         for value in values {
