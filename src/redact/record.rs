@@ -214,6 +214,11 @@ impl<'r> Redactor<'r> {
     /// (A word kept there is keyed by itself, a masked part by the value and its place.)
     fn replacement(&mut self, kind: &'static str, value: &[u8]) -> String {
         let mut made = self.shaped_replacement(kind, value);
+        if kind == "email" {
+            // An address still, so a template masks it as it masked the address, with what
+            // stands around it (`[jane@example.com]` is `[<*>]`, `jane@example.com.` `<*>.`).
+            made.push_str("@x.x");
+        }
         if kind == "card" && self.card_last_four {
             let digits: Vec<u8> = value.iter().copied().filter(u8::is_ascii_digit).collect();
             made.push('_');
@@ -225,15 +230,22 @@ impl<'r> Redactor<'r> {
     fn shaped_replacement(&mut self, kind: &'static str, value: &[u8]) -> String {
         let text = match std::str::from_utf8(value) {
             Ok(text) if !one_value(text) => text,
-            _ => return self.keyed.token(kind, value, Shape::Value),
+            _ => return self.keyed.token(kind, value, value_shape(value)),
         };
         let key = (xxhash_rust::xxh3::xxh3_128(value), kind);
         if let Some(made) = self.made.get(&key) {
             return made.clone();
         }
         let shaped = template::template(text);
-        let made = if shaped == template::PLACEHOLDER {
-            self.keyed.token(kind, value, Shape::Value)
+        let words = || text.split_whitespace();
+        let made = if words().nth(1).is_some() && words().all(|w| template::template(w) == template::PLACEHOLDER) {
+            // Values alone, several words (`4111 1111 1111 1111`, an IBAN in groups): a token
+            // each, so that punctuation after the last one templates as it did
+            // (`… 1111.` is `<*> <*>.`, where one word's would be `<*>.`).
+            let parts: Vec<String> = (0u32..).zip(words()).map(|(i, word)| self.keyed.token(kind, &[value, &i.to_be_bytes()].concat(), value_shape(word.as_bytes()))).collect();
+            parts.join(" ")
+        } else if shaped == template::PLACEHOLDER {
+            self.keyed.token(kind, value, value_shape(words().last().unwrap_or(text).as_bytes()))
         } else if !shaped.contains(template::PLACEHOLDER) {
             self.keyed.token(kind, value, Shape::Word)
         } else {
@@ -558,6 +570,14 @@ fn member_mode(parent: Option<&Node>, child: Option<&Node>, name: &[u8], inherit
     }
 }
 
+/// How a value's token is written: as a value with its own separators where the value is
+/// one (`10.0.0.7`, `4111`, `[fe80::1]`), else as a part of a word (`ord_548305`, a JWT), so
+/// that what stands around it templates as it did around the value.
+fn value_shape(value: &[u8]) -> Shape {
+    let separated = std::str::from_utf8(value).ok().and_then(template::separated_value).is_some_and(|(start, end)| start == 0 && end == value.len());
+    if separated { Shape::Value } else { Shape::Part }
+}
+
 /// A value every template masks whole, known without templating it: one word holding a
 /// digit and no delimiter (`ord_548305`, `SKU-9413`, `10.0.0.7`), not a device name (`eth0`).
 fn one_value(text: &str) -> bool {
@@ -710,9 +730,10 @@ mod tests {
 
     /// An address written with its port (or in brackets) templates as one value, as the
     /// address alone does: its token covers the whole, so `10.1.2.3:8080` and `10.1.2.4`
-    /// stay in one bucket, and so do differently written ones that were.
+    /// stay in one bucket, and so do differently written ones that were. And a value of
+    /// several words, or with a sentence's punctuation around it, templates as it did.
     #[test]
-    fn an_address_with_its_port_is_one_token() {
+    fn a_found_value_templates_as_it_did_where_it_stands() {
         let rules = Node::default();
         let mut r = redactor(&rules);
         let addresses = [
@@ -724,6 +745,16 @@ mod tests {
             let scrubbed = String::from_utf8(r.text(text.as_bytes())).unwrap();
             assert_eq!(template::template(&scrubbed), template::template(&text), "{text} -> {scrubbed}");
             assert!(!scrubbed.contains(ip), "{scrubbed}");
+        }
+        // Any value, with the punctuation a sentence puts around it, templates as it did.
+        let values = ["4111 1111 1111 1111", "4111111111111111", "DE89 3704 0044 0532 0130 00", "jane.doe@example.com", "+44 20 7946 0958", "203.0.113.9", "::ffff:192.0.2.128"];
+        for value in values {
+            for (before, after) in [("", ""), ("", "."), ("", ","), ("", ":"), ("", ";"), ("(", ")"), ("[", "]"), ("'", "'"), ("<", ">"), ("{", "}.")] {
+                let text = format!("declined {before}{value}{after} by the gateway");
+                let scrubbed = String::from_utf8(r.text(text.as_bytes())).unwrap();
+                assert_eq!(template::template(&scrubbed), template::template(&text), "{text} -> {scrubbed}");
+                assert!(!scrubbed.contains(value.split(' ').next_back().unwrap()), "{scrubbed}");
+            }
         }
         let scrubbed = String::from_utf8(r.text(b"from 10.1.2.3:8080 and 10.1.2.3:8080")).unwrap();
         let words: Vec<&str> = scrubbed.split(' ').collect();

@@ -17,8 +17,13 @@ pub const MIN_KEY_BYTES: usize = 16;
 /// How a token is written, so templating treats it as the value it replaces was treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Shape {
-    /// `kind_7f3a…`: a digit, a letter, a digit…, which every template masks as a value.
+    /// `kind_7f3a…`: a digit, a letter, a digit…, which every template masks as a value, and
+    /// as one written with its own separators (`10.0.0.7`, `4111`): what stands around it
+    /// (`[`, `.`) stays as it stood around that value.
     Value,
+    /// `kind_f7a3…`: a letter, a digit, a letter…, masked as a part of a word is (`ord_548305`,
+    /// a JWT), the punctuation around it read as around such a part.
+    Part,
     /// `kind_qzkv…`: lower-case letters only, which a template keeps as a word, as it kept the
     /// word (a name) it replaces; two names stay two buckets.
     Word,
@@ -267,7 +272,7 @@ impl Keyed {
         }
         let start = token.len();
         let guarded = match shape {
-            Shape::Value => &self.guard.value,
+            Shape::Value | Shape::Part => &self.guard.value,
             Shape::Word => &self.guard.word,
         };
         let mut digest = self.digest(value);
@@ -276,9 +281,10 @@ impl Keyed {
             match shape {
                 // Digits and letters by turns: never two digits or two letters together, so no
                 // word or number a classifier looks for (`503`, `timeout`) is spelled by chance.
-                Shape::Value => {
+                Shape::Value | Shape::Part => {
+                    let digit_at = usize::from(shape == Shape::Part);
                     for (i, &b) in digest[..16].iter().enumerate() {
-                        token.push(if i % 2 == 0 { (b'0' + b % 10) as char } else { (b'a' + b % 26) as char });
+                        token.push(if i % 2 == digit_at { (b'0' + b % 10) as char } else { (b'a' + b % 26) as char });
                     }
                 }
                 Shape::Word => token.extend(digest[..16].iter().map(|&b| (b'a' + b % 26) as char)),

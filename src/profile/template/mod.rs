@@ -23,7 +23,7 @@ const MAX_TOKENS: usize = 100;
 pub const PLACEHOLDER: &str = "<*>";
 /// Changes whenever a rule below changes what a message's template is, so partial states made
 /// under other rules are refused rather than merged into different buckets.
-pub const RULES_VERSION: u32 = 7;
+pub const RULES_VERSION: u32 = 8;
 
 static EMAIL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+").unwrap());
@@ -321,11 +321,29 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
 pub(crate) fn separated_value(token: &str) -> Option<(usize, usize)> {
     let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
     let value_char = |c: char| c.is_ascii_hexdigit() || ".:-_/+[]TZ".contains(c);
-    let one = !is_device_name(core) && core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && find_dots(core).is_none();
+    let separated = !is_device_name(core) && core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && find_dots(core).is_none();
+    let one = separated || is_redaction_token(core.trim_matches(['[', ']']));
     // Where trimming left the core: the first place its text is in the token, as what was
     // trimmed holds none of the characters the core starts with.
     let start = core.as_ptr() as usize - token.as_ptr() as usize;
     one.then_some((start, start + core.len()))
+}
+
+/// A value's token in a redacted dump (`ip_3z8i5b0n3p7k0a6d`, `card_…_1111`: a kind, then 16
+/// digits and letters by turns): one value, as what it replaced was, with the punctuation
+/// around it kept as that value's was (`4111111111111111.` and its token both `<*>.`).
+fn is_redaction_token(core: &str) -> bool {
+    let b = core.as_bytes();
+    let kind = b.iter().take_while(|c| c.is_ascii_lowercase()).count();
+    let body = match b.get(kind) {
+        Some(b'_') if (2..=8).contains(&kind) => &b[kind + 1..],
+        _ => b,
+    };
+    let body = match body.len() {
+        21 if body[16] == b'_' && body[17..].iter().all(u8::is_ascii_digit) => &body[..16],
+        _ => body,
+    };
+    body.len() == 16 && body.iter().enumerate().all(|(i, c)| if i % 2 == 0 { c.is_ascii_digit() } else { c.is_ascii_lowercase() })
 }
 
 /// A literal written in a list of values (`(1, NULL,`, `true)`): a value, where the same word

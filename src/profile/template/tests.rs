@@ -249,3 +249,18 @@ fn prefixed_ids_of_random_letters_are_values() {
     assert_eq!(template("payment ch_nwIBMGPnEiGkEfGJBhierxHY declined"), "payment <*> declined");
     assert_eq!(template("No handler for cmd_GetUserByIdQuery"), "No handler for cmd_GetUserByIdQuery");
 }
+
+/// A redacted dump's value token (a kind, then 16 digits and letters by turns, digits first)
+/// is one value with what stands around it, as a number is; a token of letters first is not.
+#[test]
+fn redaction_tokens_template_as_the_numbers_they_replace() {
+    for (before, after) in [("", ""), ("", "."), ("", ","), ("", ":"), ("(", ")"), ("[", ""), ("", "]"), ("[", "]:")] {
+        for token in ["ip_3z8i5b0n3p7k0a6d", "card_3z8i5b0n3p7k0a6d_1111", "3z8i5b0n3p7k0a6d"] {
+            let (number, token) = (format!("for {before}4111{after} now"), format!("for {before}{token}{after} now"));
+            assert_eq!(template(&token), template(&number), "{token}");
+        }
+    }
+    assert_eq!(template("for ip_3z8i5b0n3p7k0a6d. now"), "for <*>. now");
+    assert_eq!(template("for jwt_z3i8b5n0p3k7a0d6. now"), "for <*> now");
+    assert_eq!(template("for ip_3z8i5b0n3p7k0a6. now"), "for <*> now");
+}
