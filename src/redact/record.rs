@@ -482,7 +482,14 @@ impl<'r> Redactor<'r> {
         for f in found {
             out.extend_from_slice(&current[at..f.start]);
             let value = &current[f.start..f.end];
-            out.extend_from_slice(self.replacement(f.kind, value).as_bytes());
+            // A value written with its own separators (an address, with its port or not) is
+            // one token, as `replacement` would make it without templating it (a card's last
+            // four are `replacement`'s).
+            if f.kind != "card" && value_shape(value) == Shape::Value {
+                out.extend_from_slice(self.keyed.token(f.kind, value, Shape::Value).as_bytes());
+            } else {
+                out.extend_from_slice(self.replacement(f.kind, value).as_bytes());
+            }
             at = f.end;
         }
         out.extend_from_slice(&current[at..]);
@@ -574,6 +581,10 @@ fn member_mode(parent: Option<&Node>, child: Option<&Node>, name: &[u8], inherit
 /// one (`10.0.0.7`, `4111`, `[fe80::1]`), else as a part of a word (`ord_548305`, a JWT), so
 /// that what stands around it templates as it did around the value.
 fn value_shape(value: &[u8]) -> Shape {
+    // A byte no such value holds (`o` of `ord_548305`: most values) answers at once.
+    if !value.iter().all(|c| c.is_ascii_hexdigit() || b".:-_/+[]TZ".contains(c)) {
+        return Shape::Part;
+    }
     let separated = std::str::from_utf8(value).ok().and_then(template::separated_value).is_some_and(|(start, end)| start == 0 && end == value.len());
     if separated { Shape::Value } else { Shape::Part }
 }

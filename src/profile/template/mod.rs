@@ -320,8 +320,10 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
 /// Square brackets stay with it: `[fe80::1]:8080` is one address.
 pub(crate) fn separated_value(token: &str) -> Option<(usize, usize)> {
     let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
-    let value_char = |c: char| c.is_ascii_hexdigit() || ".:-_/+[]TZ".contains(c);
-    let separated = !is_device_name(core) && core.bytes().any(|b| b.is_ascii_digit()) && core.chars().all(value_char) && find_dots(core).is_none();
+    // (Every character it allows is ASCII: its bytes are read.)
+    let value_byte = |c: &u8| c.is_ascii_hexdigit() || b".:-_/+[]TZ".contains(c);
+    let b = core.as_bytes();
+    let separated = b.iter().all(value_byte) && b.iter().any(u8::is_ascii_digit) && !is_device_name(core) && find_dots(core).is_none();
     let one = separated || is_redaction_token(core.trim_matches(['[', ']']));
     // Where trimming left the core: the first place its text is in the token, as what was
     // trimmed holds none of the characters the core starts with.
