@@ -582,7 +582,7 @@ fn member_mode(parent: Option<&Node>, child: Option<&Node>, name: &[u8], inherit
 /// that what stands around it templates as it did around the value.
 fn value_shape(value: &[u8]) -> Shape {
     // A byte no such value holds (`o` of `ord_548305`: most values) answers at once.
-    if !value.iter().all(|c| c.is_ascii_hexdigit() || b".:-_/+[]TZ".contains(c)) {
+    if !value.iter().copied().all(template::is_separated_value_byte) {
         return Shape::Part;
     }
     let separated = std::str::from_utf8(value).ok().and_then(template::separated_value).is_some_and(|(start, end)| start == 0 && end == value.len());

@@ -320,15 +320,19 @@ fn shape<'a>(token: &'a str, note: &mut impl FnMut(&'static str, &str)) -> Cow<'
 /// Square brackets stay with it: `[fe80::1]:8080` is one address.
 pub(crate) fn separated_value(token: &str) -> Option<(usize, usize)> {
     let core = token.trim_matches(|c: char| (is_delimiter(c) && c != '[' && c != ']') || c == '.');
-    // (Every character it allows is ASCII: its bytes are read.)
-    let value_byte = |c: &u8| c.is_ascii_hexdigit() || b".:-_/+[]TZ".contains(c);
     let b = core.as_bytes();
-    let separated = b.iter().all(value_byte) && b.iter().any(u8::is_ascii_digit) && !is_device_name(core) && find_dots(core).is_none();
+    let separated = b.iter().copied().all(is_separated_value_byte) && b.iter().any(u8::is_ascii_digit) && !is_device_name(core) && find_dots(core).is_none();
     let one = separated || is_redaction_token(core.trim_matches(['[', ']']));
     // Where trimming left the core: the first place its text is in the token, as what was
     // trimmed holds none of the characters the core starts with.
     let start = core.as_ptr() as usize - token.as_ptr() as usize;
     one.then_some((start, start + core.len()))
+}
+
+/// A byte a value written with its own separators may hold (hex digits, `.:-_/+`, the
+/// brackets of an IPv6 address, ISO time's `T` and `Z`); every one is ASCII.
+pub(crate) fn is_separated_value_byte(c: u8) -> bool {
+    c.is_ascii_hexdigit() || b".:-_/+[]TZ".contains(&c)
 }
 
 /// A value's token in a redacted dump (`ip_3z8i5b0n3p7k0a6d`, `card_…_1111`: a kind, then 16
