@@ -585,6 +585,18 @@ fn value_shape(value: &[u8]) -> Shape {
     if !value.iter().copied().all(template::is_separated_value_byte) {
         return Shape::Part;
     }
+    // Hex digits alone (a trace id, a count): nothing to trim, no dots, so `separated_value`
+    // takes them whole when a digit is among them and they are no device name.
+    if value.iter().all(u8::is_ascii_hexdigit) {
+        let text = std::str::from_utf8(value).expect("ASCII");
+        let one = value.iter().any(u8::is_ascii_digit) && !template::is_device_name(text);
+        return if one { Shape::Value } else { Shape::Part };
+    }
+    separated_shape(value)
+}
+
+/// `value_shape` by `template::separated_value` itself.
+fn separated_shape(value: &[u8]) -> Shape {
     let separated = std::str::from_utf8(value).ok().and_then(template::separated_value).is_some_and(|(start, end)| start == 0 && end == value.len());
     if separated { Shape::Value } else { Shape::Part }
 }
@@ -592,12 +604,18 @@ fn value_shape(value: &[u8]) -> Shape {
 /// A value every template masks whole, known without templating it: one word holding a
 /// digit and no delimiter (`ord_548305`, `SKU-9413`, `10.0.0.7`), not a device name (`eth0`).
 fn one_value(text: &str) -> bool {
-    let b = text.as_bytes();
-    !template::is_device_name(text)
-        && b.iter().any(u8::is_ascii_digit)
-        && !b.windows(3).any(|w| w == b"...")
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'+' | b'/' | b'@' | b'#'))
-        && !b.starts_with(b"/")
+    // One pass: a digit seen, no three dots together, no byte a word like that does not hold.
+    let (mut digit, mut dots) = (false, 0);
+    for &c in text.as_bytes() {
+        match c {
+            b'0'..=b'9' => (digit, dots) = (true, 0),
+            b'.' if dots == 2 => return false,
+            b'.' => dots += 1,
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'-' | b'+' | b'/' | b'@' | b'#' => dots = 0,
+            _ => return false,
+        }
+    }
+    digit && !text.starts_with('/') && !template::is_device_name(text)
 }
 
 /// Each occurrence of a needle in `text` that stands alone as a value is written in prose
@@ -720,6 +738,46 @@ mod tests {
 
     fn redactor(rules: &Node) -> Redactor<'_> {
         Redactor::new(rules, Keyed::new(b"a key of more than sixteen bytes"))
+    }
+
+    /// The shortcut for hex digits gives the shape `separated_value` does.
+    #[test]
+    fn hex_digits_take_the_shape_separated_value_gives() {
+        let mut next = crate::testing::random(0x9e37_79b9_7f4a_7c15);
+        let mut random = move |n: usize| (next() % n as u64) as usize;
+        let (mut values, mut parts) = (0, 0);
+        for i in 0..50_000 {
+            let alphabet: &[u8] = if i % 2 == 0 { b"0123456789abcdefABCDEF" } else { b"0abcdef1" };
+            let value: Vec<u8> = (0..1 + random(12)).map(|_| alphabet[random(alphabet.len())]).collect();
+            let shape = value_shape(&value);
+            assert_eq!(shape, separated_shape(&value), "{}", String::from_utf8_lossy(&value));
+            if shape == Shape::Value { values += 1 } else { parts += 1 }
+        }
+        // Both answers were given (`abc1`, `dead`: parts).
+        assert!(values > 1000 && parts > 1000, "{values} {parts}");
+    }
+
+    /// `one_value` in one pass says what each of its conditions says.
+    #[test]
+    fn one_value_is_its_conditions_together() {
+        let by_conditions = |text: &str| {
+            let b = text.as_bytes();
+            !template::is_device_name(text)
+                && b.iter().any(u8::is_ascii_digit)
+                && !b.windows(3).any(|w| w == b"...")
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'+' | b'/' | b'@' | b'#'))
+                && !b.starts_with(b"/")
+        };
+        let mut next = crate::testing::random(0x2545_f491_4f6c_dd1d);
+        let mut random = move |n: usize| (next() % n as u64) as usize;
+        let alphabet = ["a", "eth", "Z", "0", "7", ".", ".", "_", "-", "/", "@", "#", "+", " ", ":", "é"];
+        let mut ones = 0;
+        for _ in 0..100_000 {
+            let text: String = (0..random(8)).map(|_| alphabet[random(alphabet.len())]).collect();
+            assert_eq!(one_value(&text), by_conditions(&text), "{text:?}");
+            ones += usize::from(one_value(&text));
+        }
+        assert!(ones > 5_000, "{ones}");
     }
 
     #[test]
