@@ -278,17 +278,19 @@ impl Keyed {
         let mut digest = self.digest(value);
         for attempt in 1u32.. {
             token.truncate(start);
+            let mut body = [0u8; 16];
             match shape {
                 // Digits and letters by turns: never two digits or two letters together, so no
                 // word or number a classifier looks for (`503`, `timeout`) is spelled by chance.
                 Shape::Value | Shape::Part => {
                     let digit_at = usize::from(shape == Shape::Part);
-                    for (i, &b) in digest[..16].iter().enumerate() {
-                        token.push(if i % 2 == digit_at { (b'0' + b % 10) as char } else { (b'a' + b % 26) as char });
+                    for (i, (out, &b)) in body.iter_mut().zip(&digest[..16]).enumerate() {
+                        *out = if i % 2 == digit_at { b'0' + b % 10 } else { b'a' + b % 26 };
                     }
                 }
-                Shape::Word => token.extend(digest[..16].iter().map(|&b| (b'a' + b % 26) as char)),
+                Shape::Word => body.iter_mut().zip(&digest[..16]).for_each(|(out, &b)| *out = b'a' + b % 26),
             }
+            token.push_str(std::str::from_utf8(&body).expect("ASCII"));
             // Drawn again in the rare case it spells a pattern anyway (after 64, the last stays).
             if !guarded.spelled_in(token.as_bytes()) || attempt >= 64 {
                 break;
