@@ -331,8 +331,8 @@ pub(crate) fn separated_value(token: &str) -> Option<(usize, usize)> {
 
 /// A byte a value written with its own separators may hold (hex digits, `.:-_/+`, the
 /// brackets of an IPv6 address, ISO time's `T` and `Z`); every one is ASCII.
-pub(crate) fn is_separated_value_byte(c: u8) -> bool {
-    c.is_ascii_hexdigit() || b".:-_/+[]TZ".contains(&c)
+pub(crate) const fn is_separated_value_byte(c: u8) -> bool {
+    c.is_ascii_hexdigit() || matches!(c, b'.' | b':' | b'-' | b'_' | b'/' | b'+' | b'[' | b']' | b'T' | b'Z')
 }
 
 /// A value's token in a redacted dump (`ip_3z8i5b0n3p7k0a6d`, `card_…_1111`: a kind, then 16
