@@ -125,7 +125,7 @@ impl Signs {
             (Gate::At, self.at),
             (Gate::Keyword, self.keyword),
             (Gate::KeyPrefix, self.key_prefix),
-            (Gate::CardDigits, self.digit_run >= 13),
+            (Gate::CardDigits, self.card_digits),
             (Gate::PhoneDigits, self.plus_digit || self.ten_digits || self.digit_groups),
             (Gate::Iban, self.iban),
             (Gate::Colons, self.double_colon || self.colons >= 7),

@@ -6,7 +6,8 @@
 #[derive(Default, Debug, PartialEq, Eq)]
 pub(super) struct Signs {
     pub digits: usize,
-    pub digit_run: usize,
+    /// A run of digits and separators (spaces, `().+-`) holding `CARD_DIGITS` digits.
+    pub card_digits: bool,
     /// A `+`, a digit and seven more of a phone's bytes (digits, spaces, `().-`).
     pub plus_digit: bool,
     /// Ten digits that are a word by themselves.
@@ -24,6 +25,9 @@ pub(super) struct Signs {
     pub double_colon: bool,
     pub dotted_digits: usize,
 }
+
+/// The digits of the shortest card number.
+const CARD_DIGITS: usize = 13;
 
 /// After a run of `len` digits starting with `first` (and a word, if `starts_word`), then
 /// `separator`: the digits the next run needs, ending a word, for the two to be what a phone
@@ -85,9 +89,21 @@ impl Signs {
     /// The signs read from each 64-byte block's class masks (the last block padded with
     /// zero bytes, which are in no class): the runs of digits and the starts of words are
     /// visited, the bytes between them never one at a time.
+    ///
+    /// A text's digit runs are visited only if its masks show what a run's signs need (13
+    /// bytes of digits and separators together, ten digits together, two digits, one separator
+    /// and three digits): most texts' digits (a UUID's, a time's) show none, and are read by
+    /// the masks alone.
     #[cfg(target_arch = "x86_64")]
     fn by_blocks(text: &[u8]) -> Signs {
+        Signs::by_blocks_runs::<false>(text).unwrap_or_else(|| Signs::by_blocks_runs::<true>(text).expect("the runs visited"))
+    }
+
+    /// `by_blocks`, its digit runs visited (`RUNS`), or None where they may hold a sign.
+    #[cfg(target_arch = "x86_64")]
+    fn by_blocks_runs<const RUNS: bool>(text: &[u8]) -> Option<Signs> {
         let mut signs = Signs::default();
+        let mut may_matter = RunMasks::default();
         let at = |j: usize| text.get(j).copied().unwrap_or(0);
         let mut runs = DigitRuns::default();
         // What the block before leaves for the next: its last byte's classes.
@@ -135,10 +151,14 @@ impl Signs {
                     signs.word_start(text[i], at(i + 1), at(i + 2), at(i + 3));
                 }
             }
-            if c.digit != 0 || runs.open() {
-                runs.block(text, base, &c, digit_prev, digit_next, &mut signs);
+            if RUNS {
+                if c.digit != 0 || runs.open() {
+                    runs.block(text, base, &c, digit_prev, digit_next, &mut signs);
+                }
+                runs.breakers_seen(base, c.breaker);
+            } else if may_matter.block(&c, text.len() - base) {
+                return None;
             }
-            runs.breakers_seen(base, c.breaker);
             word_before = word >> 63 != 0;
             digit_before = c.digit >> 63 != 0;
             colon_before = c.colon >> 63 != 0;
@@ -148,7 +168,8 @@ impl Signs {
         // A keyword may be written with a letter Unicode folds to `k` or `s`.
         signs.keyword |= high;
         signs.pem = double_dash && memchr::memmem::find(text, b"-----BEGIN").is_some();
-        signs
+        signs.card_digits = runs.longest >= CARD_DIGITS;
+        Some(signs)
     }
 
     /// The signs read a byte at a time: of a short text, where there is no SSE2, and what
@@ -156,7 +177,7 @@ impl Signs {
     pub(super) fn bytewise(text: &[u8]) -> Signs {
         let mut signs = Signs::default();
         let at = |j: usize| text.get(j).copied().unwrap_or(0);
-        let mut run = 0;
+        let (mut run, mut longest) = (0, 0);
         // The last digits together (whether they start a word, their first), and the digits
         // the next run needs to be a phone's groups with them (`armed`: none if 0).
         let (mut group, mut group_starts_word, mut group_first) = (0, false, 0);
@@ -169,7 +190,7 @@ impl Signs {
             i += 1;
             if in_word && letter(&b) {
                 // Inside a word (most of a text): nothing to see but that a run of digits ended.
-                signs.digit_run = signs.digit_run.max(run);
+                longest = longest.max(run);
                 run = 0;
                 group = 0;
                 armed = 0;
@@ -197,7 +218,7 @@ impl Signs {
             armed = if group > 0 { next_group_needs(group_first, group, group_starts_word, b) } else { 0 };
             group = 0;
             if !matches!(b, b' ' | b'(' | b')' | b'.' | b'+' | b'-') {
-                signs.digit_run = signs.digit_run.max(run);
+                longest = longest.max(run);
                 run = 0;
             }
             let starts_word = !in_word;
@@ -222,7 +243,7 @@ impl Signs {
                 _ => {}
             }
         }
-        signs.digit_run = signs.digit_run.max(run);
+        signs.card_digits = longest.max(run) >= CARD_DIGITS;
         signs
     }
 
@@ -355,8 +376,53 @@ struct DigitRuns {
     /// The last run ended: where, and how long.
     last: Option<(usize, usize)>,
     stretch: usize,
+    /// The most digits a stretch held.
+    longest: usize,
     /// Where the last breaker before this block is, if any.
     breaker: Option<usize>,
+}
+
+/// What a text's digit runs need for a sign, read from its blocks' masks: bytes of digits
+/// and separators together (`n…`), digits together (`d…`), each ending at a byte, with the
+/// block before's carried in. Each is necessary for its sign, not sufficient.
+#[cfg(target_arch = "x86_64")]
+#[derive(Default)]
+struct RunMasks {
+    n1: u64,
+    n2: u64,
+    n4: u64,
+    n8: u64,
+    d1: u64,
+    d2: u64,
+    d4: u64,
+    d8: u64,
+    separator: u64,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl RunMasks {
+    /// Whether the block (`left` bytes of the text from its start) may hold a run's sign: 13
+    /// bytes of digits and separators ending in it (a card), ten digits (a phone alone), or
+    /// two digits, a separator, three digits (a phone's last two groups).
+    fn block(&mut self, c: &Classes, left: usize) -> bool {
+        // Bit i of `shifted(m, before, k)`: bit i - k of the text's mask, across the block's start.
+        let shifted = |mask: u64, before: u64, k: u32| (mask << k) | (before >> (64 - k));
+        let valid = if left >= 64 { u64::MAX } else { (1u64 << left) - 1 };
+        let n1 = !c.breaker & valid;
+        let n2 = n1 & shifted(n1, self.n1, 1);
+        let n4 = n2 & shifted(n2, self.n2, 2);
+        let n8 = n4 & shifted(n4, self.n4, 4);
+        let n13 = n8 & shifted(n8, self.n8, 5);
+        let d1 = c.digit;
+        let d2 = d1 & shifted(d1, self.d1, 1);
+        let d4 = d2 & shifted(d2, self.d2, 2);
+        let d8 = d4 & shifted(d4, self.d4, 4);
+        let d10 = d8 & shifted(d8, self.d8, 2);
+        let separator = n1 & !d1;
+        let groups = d2 & shifted(d1, self.d1, 2) & shifted(separator, self.separator, 3) & shifted(d2, self.d2, 4);
+        *self = RunMasks { n1, n2, n4, n8, d1, d2, d4, d8, separator };
+        n13 | d10 | groups != 0
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -394,7 +460,7 @@ impl DigitRuns {
                 signs.ten_digits |= len == 10 && starts_word(text, start) && ends_word;
                 signs.digit_groups |= armed > 0 && len >= armed && ends_word;
                 self.stretch = if joins { self.stretch + len } else { len };
-                signs.digit_run = signs.digit_run.max(self.stretch);
+                self.longest = self.longest.max(self.stretch);
                 self.last = Some((i, len));
             }
         }
@@ -425,6 +491,30 @@ mod tests {
             let text: Vec<u8> = (0..len).map(|_| alphabet[random(alphabet.len())]).collect();
             assert_eq!(Signs::by_blocks(&text), Signs::bytewise(&text), "{:?}", String::from_utf8_lossy(&text));
         }
+    }
+
+    /// Texts of words with now and then a value a digit run's sign is for (ten digits, a
+    /// phone's groups, a card's stretch) or digits that are none (a UUID's, a time's), at every
+    /// place across block ends: the blocks read what the bytes do, whether their masks let the
+    /// runs go unvisited or not, and both happen.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn runs_left_unvisited_hold_no_sign() {
+        let words: [&[u8]; 9] = [b"abc", b" ", b" ", b"order", b"x", b"-", b".", b"(", b"7"];
+        let values: [&[u8]; 11] = [b"6502530000", b"555-0100", b"030 1234", b"07 555", b"4111 1111 1111 1111", b"1 2 3 4 5 6 7 8 9 0 1 2 3", b"ef82-4812-33f0", b"2026-11-02T23:00:00Z", b"42", b"12.34", b"+44 20 7946 0958"];
+        let mut next = crate::testing::random(0x2545_f491_4f6c_dd1d);
+        let mut random = move |n: usize| (next() % n as u64) as usize;
+        let (mut skipped, mut visited) = (0, 0);
+        for _ in 0..40_000 {
+            let len = 32 + random(260);
+            let mut text = Vec::new();
+            while text.len() < len {
+                text.extend_from_slice(if random(40) == 0 { values[random(values.len())] } else { words[random(words.len())] });
+            }
+            assert_eq!(Signs::by_blocks(&text), Signs::bytewise(&text), "{:?}", String::from_utf8_lossy(&text));
+            if Signs::by_blocks_runs::<false>(&text).is_some() { skipped += 1 } else { visited += 1 }
+        }
+        assert!(skipped > 5_000 && visited > 5_000, "{skipped} {visited}");
     }
 
     /// The 16-byte lanes (every x86_64) and the 32-byte ones (AVX2, what `by_blocks` takes
