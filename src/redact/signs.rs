@@ -74,6 +74,40 @@ static MAY_START: [bool; 256] = {
     may
 };
 
+/// `MAY_START` as two nibble tables, each in both 16-byte lanes: a bit for each high nibble
+/// of `MAY_START`'s bytes (4 and 5: capitals; 6 and 7: the lower-case letters), set in the
+/// low nibble's entry where that byte is one.
+#[cfg(target_arch = "x86_64")]
+struct NibbleTable(std::arch::x86_64::__m256i);
+
+#[cfg(target_arch = "x86_64")]
+const fn nibble_table(entries: [u8; 16]) -> NibbleTable {
+    let mut both = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        both[i] = entries[i % 16];
+        i += 1;
+    }
+    // SAFETY: 32 bytes are a 256-bit vector.
+    NibbleTable(unsafe { std::mem::transmute::<[u8; 32], std::arch::x86_64::__m256i>(both) })
+}
+
+#[cfg(target_arch = "x86_64")]
+static MAY_START_BY_LOW: NibbleTable = nibble_table({
+    let mut table = [0u8; 16];
+    let mut b = 0x40;
+    while b < 0x80 {
+        if MAY_START[b] {
+            table[b & 0x0f] |= 1 << ((b >> 4) - 4);
+        }
+        b += 1;
+    }
+    table
+});
+
+#[cfg(target_arch = "x86_64")]
+static MAY_START_BY_HIGH: NibbleTable = nibble_table([0, 0, 0, 0, 1, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0]);
+
 impl Signs {
     /// The signs of `text`.
     pub(super) fn of(text: &[u8]) -> Signs {
@@ -143,13 +177,11 @@ impl Signs {
             signs.at |= c.at != 0;
             double_dash |= c.dash & ((c.dash << 1) | u64::from(dash_before)) != 0;
             high |= c.high != 0;
-            let mut starts = c.letter & !((word << 1) | u64::from(word_before));
+            let mut starts = c.letter & c.may_start & !((word << 1) | u64::from(word_before));
             while starts != 0 {
                 let i = base + starts.trailing_zeros() as usize;
                 starts &= starts - 1;
-                if MAY_START[text[i] as usize] {
-                    signs.word_start(text[i], at(i + 1), at(i + 2), at(i + 3));
-                }
+                signs.word_start(text[i], at(i + 1), at(i + 2), at(i + 3));
             }
             if RUNS {
                 if c.digit != 0 || runs.open() {
@@ -281,6 +313,8 @@ struct Classes {
     /// Bytes that end a run of digits and separators (a card's): not a digit, space,
     /// parenthesis, dot, plus or dash.
     breaker: u64,
+    /// Bytes a word `word_start` may find something in starts with (`MAY_START`).
+    may_start: u64,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -313,6 +347,10 @@ impl Classes {
                 c.plus |= bits(plus);
                 c.dash |= bits(dash);
                 c.breaker |= !bits(_mm_or_si128(digit, separator)) & (0xffff << (16 * k));
+                // (SSE2 has no byte shuffle to look the bytes up with.)
+                for j in 0..16 {
+                    c.may_start |= u64::from(MAY_START[usize::from(block[16 * k + j])]) << (16 * k + j);
+                }
             }
         }
         c
@@ -360,6 +398,10 @@ impl Classes {
             c.plus |= bits!(plus);
             c.dash |= bits!(dash);
             c.breaker |= !bits!(_mm256_or_si256(digit, separator)) & (0xffff_ffff << (32 * k));
+            // `MAY_START` looked up by nibbles: the low one gives the high ones it goes with.
+            let (low, high) = (_mm256_and_si256(x, _mm256_set1_epi8(0x0f)), _mm256_and_si256(_mm256_srli_epi16(x, 4), _mm256_set1_epi8(0x0f)));
+            let may = _mm256_and_si256(_mm256_shuffle_epi8(MAY_START_BY_LOW.0, low), _mm256_shuffle_epi8(MAY_START_BY_HIGH.0, high));
+            c.may_start |= !bits!(_mm256_cmpeq_epi8(may, _mm256_setzero_si256())) & (0xffff_ffff << (32 * k));
         }
         c
     }
